@@ -1,0 +1,37 @@
+"""Database URL helpers: every URL shown to a person goes through ``mask_url``."""
+
+from __future__ import annotations
+
+import re
+
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError
+
+from .errors import UsageError
+
+_MASK = "***"
+# user:password@ inside any URL-looking text (for messages from drivers).
+_PASSWORD_IN_TEXT = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.\-]*://[^:/@\s]*:)(?P<pw>[^@\s]*)@")
+
+
+def parse_url(text: str) -> URL:
+    """Parse a database URL, raising a one-line UsageError that never echoes a password."""
+    try:
+        return make_url(text)
+    except (ArgumentError, ValueError) as exc:
+        raise UsageError(f"invalid database URL {mask_text(str(text))!r}: {mask_text(str(exc))}") from None
+
+
+def mask_url(url: str | URL) -> str:
+    """Render *url* with its password replaced by ``***``."""
+    if isinstance(url, URL):
+        return url.render_as_string(hide_password=True)
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except (ArgumentError, ValueError):
+        return mask_text(url)
+
+
+def mask_text(text: str) -> str:
+    """Mask any ``scheme://user:password@`` found in free text (e.g. a driver's error)."""
+    return _PASSWORD_IN_TEXT.sub(lambda m: f"{m.group('scheme')}{_MASK}@", text)

@@ -1,0 +1,225 @@
+"""The thin argparse shell for ``migrations-policy`` and ``dbsync``.
+
+Both console scripts are built from one table of commands.  A project embeds
+the operator commands in its own CLI with a few lines::
+
+    # myproject/cmd/dbsync.py
+    from migrations_policy.cli import dbsync_main
+
+    def main():
+        return dbsync_main(prog="myproject-dbsync", default_config="/etc/myproject/alembic.ini")
+
+or, inside an existing argparse tree::
+
+    from migrations_policy import cli
+    sub = parser.add_subparsers(dest="command")
+    cli.add_dbsync_commands(sub)          # adds upgrade, status, check, ...
+    args = parser.parse_args()
+    sys.exit(cli.run_parsed(args))
+
+Every user error is one line on stderr (``PROG: error: ...``) and a documented
+exit code; a traceback means a bug in migrations_policy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from . import __version__, commands
+from ._urls import mask_text
+from .errors import PolicyError, UsageError
+from .project import DEFAULT_ALEMBIC_INI, Project
+from .revisions import CONTRACT, EXPAND
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    """An ArgumentParser that raises UsageError (with the command's exit code) instead of exiting."""
+
+    usage_exit_code = 2
+
+    def error(self, message: str):  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message}", exit_code=self.usage_exit_code)
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    """One subcommand: its arguments and the function that runs it."""
+
+    name: str
+    help: str
+    configure: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], commands.Result]
+    needs_project: bool = True
+    usage_exit_code: int = 2
+    description: str = ""
+
+
+def _project(args: argparse.Namespace) -> Project:
+    return Project(args.config, url=args.url)
+
+
+# -- dbsync commands -----------------------------------------------------------
+def _no_args(parser: argparse.ArgumentParser) -> None:
+    pass
+
+
+def _configure_upgrade(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--expand", action="store_true", help="apply only the expand heads")
+    group.add_argument("--contract", action="store_true", help="apply only the contract heads")
+
+
+def _run_upgrade(args: argparse.Namespace) -> commands.Result:
+    phases = (EXPAND,) if args.expand else (CONTRACT,) if args.contract else (EXPAND, CONTRACT)
+    return commands.upgrade(_project(args), phases=phases)
+
+
+def _configure_stamp(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("revisions", nargs="+", metavar="REVISION", help="revision(s) to record as applied")
+    parser.add_argument("--purge", action="store_true", help="empty the version table first")
+
+
+DBSYNC_COMMANDS: list[CommandSpec] = [
+    CommandSpec(
+        "upgrade",
+        "apply pending schema revisions (expand, then contract)",
+        _configure_upgrade,
+        _run_upgrade,
+        description="Apply the expand heads, then the contract heads. --expand or --contract limits it to one phase.",
+    ),
+    CommandSpec(
+        "status",
+        "show each branch's current revision, head and pending revisions",
+        _no_args,
+        lambda args: commands.status(_project(args)),
+    ),
+    CommandSpec(
+        "version",
+        "print the revisions recorded in the database",
+        _no_args,
+        lambda args: commands.version(_project(args)),
+    ),
+    CommandSpec(
+        "stamp",
+        "record revisions as applied without running them",
+        _configure_stamp,
+        lambda args: commands.stamp(_project(args), args.revisions, purge=args.purge),
+    ),
+]
+
+#: Commands of the developer / CI tool (``migrations-policy``).
+DEVELOPER_COMMANDS: list[CommandSpec] = []
+
+
+# -- parser construction -----------------------------------------------------
+def _add_global_options(parser: argparse.ArgumentParser, default_config: str) -> None:
+    parser.add_argument(
+        "-c", "--config", default=default_config, metavar="FILE",
+        help=f"alembic ini file of the project (default: {default_config})",
+    )
+    parser.add_argument("--url", help="database URL, overrides sqlalchemy.url of the ini file")
+    parser.add_argument(
+        "--format", choices=("text", "json"), default="text", help="output format (default: text)"
+    )
+
+
+def add_commands(subparsers, specs: Sequence[CommandSpec]) -> None:
+    """Add *specs* as subcommands of an argparse ``subparsers`` object."""
+    for spec in specs:
+        parser = subparsers.add_parser(
+            spec.name, help=spec.help, description=spec.description or spec.help
+        )
+        if isinstance(parser, _ArgumentParser):
+            parser.usage_exit_code = spec.usage_exit_code
+        spec.configure(parser)
+        parser.set_defaults(_mp_command=spec)
+
+
+def add_dbsync_commands(subparsers, default_config: str = DEFAULT_ALEMBIC_INI) -> None:
+    """Mount the dbsync subcommands (and their -c/--url/--format options) in another CLI."""
+    for spec in DBSYNC_COMMANDS:
+        parser = subparsers.add_parser(spec.name, help=spec.help, description=spec.description or spec.help)
+        _add_global_options(parser, default_config)
+        spec.configure(parser)
+        parser.set_defaults(_mp_command=spec)
+
+
+def build_dbsync_parser(prog: str = "dbsync", default_config: str = DEFAULT_ALEMBIC_INI) -> argparse.ArgumentParser:
+    parser = _ArgumentParser(
+        prog=prog,
+        description="Operator commands for rolling upgrades: expand, online data migrations, contract.",
+    )
+    _add_global_options(parser, default_config)
+    parser.add_argument("--version", action="version", version=f"%(prog)s (migrations_policy {__version__})")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_ArgumentParser)
+    add_commands(sub, DBSYNC_COMMANDS)
+    return parser
+
+
+def build_developer_parser(prog: str = "migrations-policy") -> argparse.ArgumentParser:
+    parser = _ArgumentParser(
+        prog=prog,
+        description="Developer and CI commands: lint migration scripts, set up an expand/contract environment.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_ArgumentParser)
+    add_commands(sub, DEVELOPER_COMMANDS)
+    return parser
+
+
+# -- running -----------------------------------------------------------------
+def _print_result(result: commands.Result, fmt: str) -> None:
+    if fmt == "json":
+        print(json.dumps(result.to_dict(), indent=2, sort_keys=True, default=str))
+    else:
+        text = result.text()
+        if text:
+            print(text)
+
+
+def run_parsed(args: argparse.Namespace, prog: str = "dbsync") -> int:
+    """Run a parsed command and return its exit code; user errors become one line on stderr."""
+    spec: CommandSpec | None = getattr(args, "_mp_command", None)
+    if spec is None:
+        print(f"{prog}: error: a command is required (see {prog} --help)", file=sys.stderr)
+        return 2
+    try:
+        result = spec.run(args)
+    except PolicyError as exc:
+        print(f"{prog}: error: {mask_text(exc.message)}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+    _print_result(result, getattr(args, "format", "text"))
+    return result.exit_code
+
+
+def _main(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as exc:
+        message = mask_text(exc.message.removeprefix(parser.prog + ": "))
+        print(f"{parser.prog}: error: {message} (see {parser.prog} --help)", file=sys.stderr)
+        return exc.exit_code
+    return run_parsed(args, prog=parser.prog)
+
+
+def dbsync_main(
+    argv: Sequence[str] | None = None, prog: str = "dbsync", default_config: str = DEFAULT_ALEMBIC_INI
+) -> int:
+    """Entry point of ``dbsync`` (and of a project's own ``myproject-dbsync``)."""
+    return _main(build_dbsync_parser(prog, default_config), argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``migrations-policy``."""
+    return _main(build_developer_parser(), argv)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

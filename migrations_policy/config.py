@@ -1,0 +1,200 @@
+"""Settings for migrations_policy, read from the project's own files.
+
+One dataclass, ``Settings``, holds everything.  It is read, in order of
+precedence (later wins), from:
+
+* ``pyproject.toml``: ``[tool.migrations_policy]``
+* ``setup.cfg``: ``[migrations_policy]``
+* the alembic ini file (``alembic.ini``): ``[migrations_policy]``
+* an explicit ``--config FILE`` given to ``migrations-policy lint``
+
+List values in ini files are separated by commas or new lines.  Unknown keys
+are an error (a typo must not silently disable a check).
+"""
+
+from __future__ import annotations
+
+import configparser
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from .errors import ConfigError
+
+SECTION = "migrations_policy"
+DIALECTS = ("postgresql", "mysql", "sqlite")
+SEVERITIES = ("error", "warning", "off")
+
+
+def _as_list(value: Any) -> list[str]:
+    if isinstance(value, (list, tuple)):
+        return [str(v).strip() for v in value if str(v).strip()]
+    return [part.strip() for part in str(value).replace("\n", ",").split(",") if part.strip()]
+
+
+def _as_int(value: Any) -> int:
+    return int(str(value).strip())
+
+
+def _as_float(value: Any) -> float:
+    return float(str(value).strip())
+
+
+def _as_str(value: Any) -> str:
+    return str(value).strip()
+
+
+def _as_severity_map(value: Any) -> dict[str, str]:
+    """``MP101 = warning`` lines (ini) or a table (toml) → {code: severity}."""
+    if isinstance(value, Mapping):
+        items = value.items()
+    else:
+        items = []
+        for entry in _as_list(value):
+            code, sep, severity = entry.partition("=")
+            if not sep:
+                code, sep, severity = entry.partition(":")
+            if not sep:
+                raise ValueError(f"expected CODE = severity, got {entry!r}")
+            items.append((code, severity))
+    result = {}
+    for code, severity in items:
+        severity = str(severity).strip().lower()
+        if severity not in SEVERITIES:
+            raise ValueError(f"severity for {code.strip()} must be one of {', '.join(SEVERITIES)}")
+        result[str(code).strip().upper()] = severity
+    return result
+
+
+@dataclass
+class Settings:
+    """Every setting the framework reads.  Defaults are safe for production."""
+
+    #: Dialects the linter checks scripts against (a script may run on any of them).
+    dialects: list[str] = field(default_factory=lambda: list(DIALECTS))
+    #: Major version of the PostgreSQL server (before 11, any ADD COLUMN DEFAULT rewrites).
+    postgresql_version: int = 15
+    #: Per-rule severity overrides: {"MP101": "warning"}.
+    severity: dict[str, str] = field(default_factory=dict)
+    #: Paths the linter checks when none are given on the command line.
+    paths: list[str] = field(default_factory=list)
+    #: Modules that declare online data migrations (imported to register them).
+    data_migrations: list[str] = field(default_factory=list)
+    #: "package.module:NAME" of the release mapping for object-version checks.
+    release_mapping: str = ""
+    #: Seconds a DDL statement may wait for a lock before it gives up and retries.
+    lock_timeout: float = 5.0
+    #: How many times a DDL statement that timed out on a lock is retried.
+    lock_retries: int = 5
+    #: Default rows per batch for online data migrations.
+    batch_size: int = 5000
+
+    def update(self, values: Mapping[str, Any], source: str) -> None:
+        """Apply *values* (raw strings or TOML values) read from *source*."""
+        for raw_key, raw_value in values.items():
+            key = raw_key.strip().replace("-", "_")
+            parser = _PARSERS.get(key)
+            if parser is None:
+                known = ", ".join(sorted(_PARSERS))
+                raise ConfigError(f"{source}: unknown setting {raw_key!r} in [{SECTION}] (known: {known})")
+            try:
+                value = parser(raw_value)
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(f"{source}: bad value for {raw_key!r}: {exc}") from None
+            if key == "severity":
+                value = {**self.severity, **value}
+            setattr(self, key, value)
+        self._validate(source)
+
+    def _validate(self, source: str) -> None:
+        bad = [d for d in self.dialects if d not in DIALECTS]
+        if bad:
+            raise ConfigError(f"{source}: unknown dialect(s) {', '.join(bad)} (known: {', '.join(DIALECTS)})")
+        if self.lock_timeout <= 0 or self.lock_retries < 0 or self.batch_size <= 0:
+            raise ConfigError(f"{source}: lock_timeout and batch_size must be positive, lock_retries >= 0")
+
+
+def read_ini_section(path: str | os.PathLike[str]) -> dict[str, str] | None:
+    """The ``[migrations_policy]`` section of an ini file, or None if absent."""
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            parser.read_file(fh)
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError, configparser.Error) as exc:
+        raise ConfigError(f"{path}: cannot read: {_first_line(exc)}") from None
+    if not parser.has_section(SECTION):
+        return None
+    return dict(parser.items(SECTION))
+
+
+def read_pyproject(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The ``[tool.migrations_policy]`` table of a pyproject.toml, or None if absent."""
+    if not os.path.exists(path):
+        return None
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        try:
+            import tomli as tomllib  # type: ignore[no-redef]
+        except ImportError:
+            return None
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {_first_line(exc)}") from None
+    table = data.get("tool", {}).get(SECTION)
+    return dict(table) if isinstance(table, dict) else None
+
+
+def load_settings(
+    root: str | os.PathLike[str] = ".",
+    *,
+    alembic_ini: str | os.PathLike[str] | None = None,
+    extra_file: str | os.PathLike[str] | None = None,
+) -> Settings:
+    """Read settings from the project in *root* (and an alembic ini / extra file)."""
+    settings = Settings()
+    root = Path(root)
+    table = read_pyproject(root / "pyproject.toml")
+    if table:
+        settings.update(table, str(root / "pyproject.toml"))
+    for path in (root / "setup.cfg", alembic_ini):
+        if path is None:
+            continue
+        section = read_ini_section(path)
+        if section:
+            settings.update(section, str(path))
+    if extra_file is not None:
+        if not os.path.exists(extra_file):
+            raise ConfigError(f"{extra_file}: config file not found")
+        if str(extra_file).endswith(".toml"):
+            table = read_pyproject(extra_file)
+        else:
+            table = read_ini_section(extra_file)
+        if table is None:
+            raise ConfigError(f"{extra_file}: no [{SECTION}] section")
+        settings.update(table, str(extra_file))
+    return settings
+
+
+_PARSERS: Mapping[str, Callable[[Any], Any]] = {
+    "dialects": _as_list,
+    "postgresql_version": _as_int,
+    "severity": _as_severity_map,
+    "paths": _as_list,
+    "data_migrations": _as_list,
+    "release_mapping": _as_str,
+    "lock_timeout": _as_float,
+    "lock_retries": _as_int,
+    "batch_size": _as_int,
+}
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

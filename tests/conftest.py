@@ -1,0 +1,103 @@
+"""Real databases for the test suite: SQLite, PostgreSQL 15 and MariaDB.
+
+Servers start once per test session, on demand, on free ports of 127.0.0.1
+(``migrations_policy.testing.servers``).  A test that takes the ``db_url``
+fixture runs once per backend; ``backend`` names it.
+
+* ``MP_TEST_BACKENDS=sqlite,postgresql`` limits the backends for a quick local run;
+  the terminal summary then says which backends were skipped.
+* Under ``CI=true`` every backend is required: a server that cannot start fails
+  the tests that need it, it never skips them.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import sqlalchemy as sa
+
+from migrations_policy.testing import servers
+
+ALL_BACKENDS = ("sqlite", "postgresql", "mysql")
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def _selected_backends() -> tuple[str, ...]:
+    raw = os.environ.get("MP_TEST_BACKENDS", "")
+    if not raw or IN_CI:
+        return ALL_BACKENDS
+    chosen = tuple(b.strip() for b in raw.split(",") if b.strip())
+    unknown = set(chosen) - set(ALL_BACKENDS)
+    if unknown:
+        raise pytest.UsageError(f"MP_TEST_BACKENDS: unknown backend(s) {', '.join(sorted(unknown))}")
+    return chosen
+
+
+SELECTED = _selected_backends()
+_servers: dict[str, servers.Server | Exception] = {}
+_skipped_backends: set[str] = set()
+
+
+def get_server(name: str) -> servers.Server:
+    """The session's server for *name*, started on first use."""
+    if name not in _servers:
+        try:
+            _servers[name] = servers.STARTERS[name]()
+        except servers.ServerUnavailable as exc:
+            _servers[name] = exc
+    found = _servers[name]
+    if isinstance(found, Exception):
+        pytest.fail(f"{name} server unavailable: {found}", pytrace=False)
+    return found
+
+
+def pytest_sessionfinish(session, exitstatus):
+    for server in _servers.values():
+        if isinstance(server, servers.Server):
+            server.stop()
+
+
+def pytest_terminal_summary(terminalreporter):
+    skipped = sorted(set(ALL_BACKENDS) - set(SELECTED))
+    if skipped:
+        terminalreporter.write_line(
+            f"migrations_policy: backends NOT tested (MP_TEST_BACKENDS): {', '.join(skipped)}", yellow=True
+        )
+
+
+@pytest.fixture(params=ALL_BACKENDS)
+def backend(request) -> str:
+    if request.param not in SELECTED:
+        _skipped_backends.add(request.param)
+        pytest.skip(f"backend {request.param} not selected (MP_TEST_BACKENDS)")
+    return request.param
+
+
+@pytest.fixture
+def db_url(backend, tmp_path) -> sa.URL:
+    """A fresh, empty database on *backend*, dropped after the test."""
+    if backend == "sqlite":
+        yield sa.URL.create("sqlite", database=str(tmp_path / "test.db"))
+        return
+    server = get_server(backend)
+    url = server.create_database()
+    yield url
+    server.drop_database(url)
+
+
+@pytest.fixture
+def db_engine(db_url):
+    engine = sa.create_engine(db_url)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def server_for(request):
+    """``server_for('postgresql')``: the session's server, for tests of one backend."""
+    def get(name: str) -> servers.Server:
+        if name not in SELECTED:
+            pytest.skip(f"backend {name} not selected (MP_TEST_BACKENDS)")
+        return get_server(name)
+    return get
