@@ -1,0 +1,30 @@
+"""release 3: drop nodes.extra and nodes.name, validate the ports -> nodes FK
+
+Needs the release-2 data migrations to be complete: every node's ``meta`` and
+``display_name`` copied, and no port pointing at a missing node.
+
+Revision ID: r3_drop_extra_name
+Revises: contract_root
+Create Date: 2026-06-01 09:00:00
+"""
+from alembic import op
+import sqlalchemy as sa
+
+revision = "r3_drop_extra_name"
+down_revision = "contract_root"
+branch_labels = None
+depends_on = "r2_meta_display_name_version"
+
+
+def upgrade() -> None:
+    if op.get_context().dialect.name == "postgresql":
+        op.execute(sa.text("ALTER TABLE ports VALIDATE CONSTRAINT fk_ports_node_id_nodes"))
+    with op.batch_alter_table("nodes") as batch:
+        batch.drop_column("extra")
+        batch.drop_column("name")
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("nodes") as batch:
+        batch.add_column(sa.Column("name", sa.String(64), nullable=True))
+        batch.add_column(sa.Column("extra", sa.Text(), nullable=True))

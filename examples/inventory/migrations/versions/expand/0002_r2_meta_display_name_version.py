@@ -1,0 +1,51 @@
+"""release 2: nodes.meta, nodes.display_name, version columns, ports -> nodes FK
+
+Every change is additive and online: nullable columns with no default, an index
+built CONCURRENTLY on PostgreSQL (online INPLACE on MariaDB), and the foreign
+key added without validating existing rows (NOT VALID on PostgreSQL;
+foreign_key_checks=0 on MariaDB, where a checked ADD FOREIGN KEY copies the
+table).  Existing rows are checked by the ``port_node_orphans`` data migration
+and the constraint validated in the release-3 contract.  SQLite cannot add a
+constraint to an existing table without rebuilding it, so it gets none.
+
+Revision ID: r2_meta_display_name_version
+Revises: r1_inventory
+Create Date: 2026-03-02 09:00:00
+"""
+from alembic import op
+import sqlalchemy as sa
+
+revision = "r2_meta_display_name_version"
+down_revision = "r1_inventory"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.add_column("nodes", sa.Column("meta", sa.Text(), nullable=True))
+    op.add_column("nodes", sa.Column("display_name", sa.String(255), nullable=True))
+    op.add_column("nodes", sa.Column("version", sa.String(15), nullable=True))
+    op.add_column("ports", sa.Column("version", sa.String(15), nullable=True))
+    dialect = op.get_context().dialect.name
+    if dialect == "postgresql":
+        with op.get_context().autocommit_block():
+            op.create_index("ix_ports_node_id", "ports", ["node_id"], postgresql_concurrently=True)
+        op.create_foreign_key("fk_ports_node_id_nodes", "ports", "nodes", ["node_id"], ["id"],
+                              postgresql_not_valid=True)
+    else:
+        op.create_index("ix_ports_node_id", "ports", ["node_id"])
+    if dialect == "mysql":
+        op.execute("SET foreign_key_checks = 0")
+        op.create_foreign_key("fk_ports_node_id_nodes", "ports", "nodes", ["node_id"], ["id"])
+        op.execute("SET foreign_key_checks = 1")
+
+
+def downgrade() -> None:
+    dialect = op.get_context().dialect.name
+    if dialect in ("postgresql", "mysql"):
+        op.drop_constraint("fk_ports_node_id_nodes", "ports", type_="foreignkey")
+    op.drop_index("ix_ports_node_id", "ports")
+    op.drop_column("ports", "version")
+    op.drop_column("nodes", "version")
+    op.drop_column("nodes", "display_name")
+    op.drop_column("nodes", "meta")

@@ -1,0 +1,53 @@
+"""What a project's alembic ``env.py`` wires in (the expand_contract template does it).
+
+``env.py`` stays explicit, as alembic users expect; it only adds::
+
+    from migrations_policy import environment as policy
+
+    context.configure(connection=connection, target_metadata=target_metadata,
+                      **policy.configure_options(context))
+    with context.begin_transaction():
+        context.run_migrations()
+
+``configure_options`` returns the keyword arguments for ``context.configure``:
+
+* ``include_object``: hides the framework's own tables (``migrations_policy_*``)
+  from autogenerate, chaining to a project's own ``include_object``;
+* ``transaction_per_migration=True``: nothing half-applied across revisions.
+
+Other features add theirs here (the autogenerate split's
+``process_revision_directives``, the contract gate's ``on_version_apply``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+#: Every table the framework owns starts with this prefix.
+TABLE_PREFIX = "migrations_policy_"
+
+
+def is_framework_table(name: str | None) -> bool:
+    return bool(name) and name.startswith(TABLE_PREFIX)
+
+
+def make_include_object(project_include_object: Callable[..., bool] | None = None) -> Callable[..., bool]:
+    """An ``include_object`` that hides framework tables, then asks the project's own."""
+
+    def include_object(obj, name, type_, reflected, compare_to) -> bool:
+        table_name = name if type_ == "table" else getattr(getattr(obj, "table", None), "name", None)
+        if is_framework_table(table_name):
+            return False
+        if project_include_object is not None:
+            return project_include_object(obj, name, type_, reflected, compare_to)
+        return True
+
+    return include_object
+
+
+def configure_options(context: Any, include_object: Callable[..., bool] | None = None) -> dict[str, Any]:
+    """Keyword arguments for ``context.configure`` in a project's env.py."""
+    return {
+        "include_object": make_include_object(include_object),
+        "transaction_per_migration": True,
+    }
