@@ -40,6 +40,29 @@ def _alembic(fn, *args, **kwargs) -> None:
         raise PolicyError(f"alembic: {_one_line(exc)}") from None
 
 
+def _run_alembic_on(project: Project, conn, fn, *args, **kwargs) -> None:
+    """Run alembic command *fn* on our connection (env.py takes it from ``config.attributes``).
+
+    The connection is handed over with no transaction open, so that env.py's
+    ``begin_transaction()`` owns the transactions (per migration) and
+    ``autocommit_block()`` works.
+    """
+    if conn.in_transaction():
+        conn.commit()
+    project.alembic_config.attributes["connection"] = conn
+    try:
+        _alembic(fn, project.alembic_config, *args, **kwargs)
+    except BaseException:
+        if conn.in_transaction():
+            conn.rollback()
+        raise
+    else:
+        if conn.in_transaction():
+            conn.commit()
+    finally:
+        project.alembic_config.attributes.pop("connection", None)
+
+
 # -- version ----------------------------------------------------------------
 @dataclass
 class VersionResult(Result):
@@ -121,14 +144,7 @@ def upgrade(project: Project, phases: tuple[str, ...] = PHASES) -> UpgradeResult
     with project.connect() as conn:
         before = sorted(current_heads(conn))
         for phase in phases:
-            target = _phase_target(project, phase)
-            project.alembic_config.attributes["connection"] = conn
-            try:
-                _alembic(alembic_command.upgrade, project.alembic_config, target)
-            finally:
-                project.alembic_config.attributes.pop("connection", None)
-            if conn.in_transaction():
-                conn.commit()
+            _run_alembic_on(project, conn, alembic_command.upgrade, _phase_target(project, phase))
         after = sorted(current_heads(conn))
     return UpgradeResult(phases=list(phases), before=before, after=after)
 
@@ -137,13 +153,7 @@ def stamp(project: Project, revisions: list[str], purge: bool = False) -> Upgrad
     """Record *revisions* as applied without running them."""
     with project.connect() as conn:
         before = sorted(current_heads(conn))
-        project.alembic_config.attributes["connection"] = conn
-        try:
-            _alembic(alembic_command.stamp, project.alembic_config, revisions, purge=purge)
-        finally:
-            project.alembic_config.attributes.pop("connection", None)
-        if conn.in_transaction():
-            conn.commit()
+        _run_alembic_on(project, conn, alembic_command.stamp, revisions, purge=purge)
         after = sorted(current_heads(conn))
     return UpgradeResult(phases=["stamp"], before=before, after=after)
 

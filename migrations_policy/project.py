@@ -38,6 +38,9 @@ class Project:
         self.alembic_config = AlembicConfig(str(path))
         self.settings: Settings = load_settings(path.parent, alembic_ini=path)
         self._url_override = url
+        if url:
+            # Plain alembic commands run on this config must see the same database.
+            self.alembic_config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
         self._engine: Engine | None = None
 
     # -- database -------------------------------------------------------

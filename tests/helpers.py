@@ -1,0 +1,23 @@
+"""Shared test helpers: a copy of the example app in a temporary directory."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE = REPO / "examples" / "inventory"
+
+
+def copy_example(tmp_path: Path) -> Path:
+    """Copy the inventory example (alembic env + package) to *tmp_path*; return its alembic.ini."""
+    target = tmp_path / "inventory_app"
+    shutil.copytree(EXAMPLE, target, ignore=shutil.ignore_patterns("__pycache__", "*.db"))
+    return target / "alembic.ini"
+
+
+def forget_example_modules() -> None:
+    """Drop imported ``inventory`` modules so the next test imports its own copy."""
+    for name in [m for m in sys.modules if m == "inventory" or m.startswith("inventory.")]:
+        del sys.modules[name]
