@@ -26,7 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from . import __version__, commands
@@ -34,6 +34,12 @@ from ._urls import mask_text
 from .errors import PolicyError, UsageError
 from .project import DEFAULT_ALEMBIC_INI, Project
 from .revisions import CONTRACT, EXPAND
+
+
+COMMON_EXIT_CODES = {
+    0: "success",
+    2: "usage or configuration error, unreadable input, or database unreachable (one line on stderr)",
+}
 
 
 class _ArgumentParser(argparse.ArgumentParser):
@@ -53,9 +59,10 @@ class CommandSpec:
     help: str
     configure: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], commands.Result]
-    needs_project: bool = True
     usage_exit_code: int = 2
     description: str = ""
+    #: Exit code -> meaning; rendered in the CLI reference (docs/cli.rst).
+    exit_codes: dict = field(default_factory=lambda: dict(COMMON_EXIT_CODES))
 
 
 def _project(args: argparse.Namespace) -> Project:

@@ -136,6 +136,10 @@ def postgresql_bindir() -> Path:
     found = shutil.which("initdb")
     if found:
         return Path(os.path.realpath(found)).parent
+    if not os.environ.get("_MP_PG_INSTALL_TRIED"):
+        os.environ["_MP_PG_INSTALL_TRIED"] = "1"
+        apt_install("postgresql")
+        return postgresql_bindir()
     raise ServerUnavailable("PostgreSQL binaries (initdb, pg_ctl) not found; set PG_BINDIR")
 
 
@@ -172,24 +176,27 @@ def mariadb_binaries() -> tuple[str, str] | None:
     return (server, install) if server and install else None
 
 
+def apt_install(package: str) -> None:
+    """Install a Debian package (root only): try the cached lists first, then update and retry."""
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        raise ServerUnavailable(f"{package} is not installed (as root: apt-get install {package})")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", package]
+    for cmd in (install, ["apt-get", "update", "-q"], install):
+        proc = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=900)
+        if cmd is install and proc.returncode == 0:
+            return
+    raise ServerUnavailable(f"apt-get install {package} failed: {proc.stderr.decode(errors='replace').strip()[-300:]}")
+
+
 def ensure_mariadb_installed() -> tuple[str, str]:
     """Find MariaDB, installing Debian's mariadb-server with apt-get when root and missing."""
     found = mariadb_binaries()
-    if found:
-        return found
-    if os.geteuid() != 0 or not shutil.which("apt-get"):
-        raise ServerUnavailable("MariaDB is not installed (apt-get install mariadb-server)")
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    for cmd in (["apt-get", "install", "-y", "-q", "mariadb-server"],
-                ["apt-get", "update", "-q"],
-                ["apt-get", "install", "-y", "-q", "mariadb-server"]):
-        proc = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=900)
-        if cmd[1] == "install" and proc.returncode == 0:
-            break
-    found = mariadb_binaries()
     if not found:
-        raise ServerUnavailable("installing mariadb-server with apt-get failed: "
-                                + proc.stderr.decode(errors="replace").strip()[-300:])
+        apt_install("mariadb-server")
+        found = mariadb_binaries()
+    if not found:
+        raise ServerUnavailable("mariadb-server installed but mariadbd / mariadb-install-db not found")
     return found
 
 
