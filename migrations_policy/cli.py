@@ -118,6 +118,63 @@ DBSYNC_COMMANDS: list[CommandSpec] = [
     ),
 ]
 
+# -- online data migrations (migrations_policy.data) ----------------------------
+def _number(kind, allow_zero: bool = False):
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if value < 0 or (value == 0 and not allow_zero):
+            raise argparse.ArgumentTypeError(f"must be {'>= 0' if allow_zero else 'positive'}: {text!r}")
+        return value
+    return parse
+
+
+def _configure_online_data_migrations(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--batch-size", type=_number(int), metavar="N",
+                        help="rows per batch transaction (default: batch_size setting, 5000)")
+    parser.add_argument("--max-count", type=_number(int), metavar="N",
+                        help="stop after about N rows in all, shared fairly between the migrations")
+    parser.add_argument("--sleep", type=_number(float, allow_zero=True), default=0.0, metavar="SECONDS",
+                        help="pause after each batch")
+    parser.add_argument("--workers", type=_number(int), default=1, metavar="N",
+                        help="migrations run in parallel (default: 1)")
+    parser.add_argument("--migration", action="append", default=[], metavar="NAME",
+                        help="run only this migration (repeatable)")
+    parser.add_argument("--option", action="append", default=[], metavar="NAME.key=value",
+                        help="pass an option to a migration (repeatable)")
+
+
+def _run_online_data_migrations(args: argparse.Namespace) -> commands.Result:
+    from .data.report import TerminalProgress
+
+    progress = TerminalProgress(sys.stderr) if sys.stderr.isatty() else None
+    return commands.online_data_migrations(
+        _project(args), batch_size=args.batch_size, max_count=args.max_count, sleep=args.sleep,
+        workers=args.workers, migrations=args.migration, options=args.option, progress=progress,
+    )
+
+
+DBSYNC_COMMANDS.append(CommandSpec(
+    "online_data_migrations",
+    "migrate data in batches while the old release keeps running",
+    _configure_online_data_migrations,
+    _run_online_data_migrations,
+    usage_exit_code=127,
+    description="Run the declared online data migrations in batches, one transaction per batch, "
+                "and print what each did and what remains (counted live). Safe to rerun, to interrupt, "
+                "and to run twice at once.",
+    exit_codes={
+        0: "every data migration is complete",
+        1: "--max-count reached (or rows were added meanwhile) and work remains: run again",
+        2: "a migration failed or left stuck rows (the others still ran), or a configuration "
+           "or database error (one line on stderr)",
+        127: "invalid arguments",
+    },
+))
+
+
 #: Commands of the developer / CI tool (``migrations-policy``).
 DEVELOPER_COMMANDS: list[CommandSpec] = []
 

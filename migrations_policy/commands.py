@@ -158,4 +158,30 @@ def stamp(project: Project, revisions: list[str], purge: bool = False) -> Upgrad
     return UpgradeResult(phases=["stamp"], before=before, after=after)
 
 
-__all__ = ["Result", "version", "status", "upgrade", "stamp", "EXPAND", "CONTRACT"]
+# -- online data migrations ---------------------------------------------------------
+@dataclass
+class DataMigrationsResult(Result):
+    """The run's ``migrations_policy.data.RunReport``: summary table, JSON, exit code 0/1/2."""
+
+    report: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.report.to_dict()
+
+    def text(self) -> str:
+        return self.report.text()
+
+
+def online_data_migrations(project: Project, **options: Any) -> DataMigrationsResult:
+    """Run the project's online data migrations in batches (docs/data_migrations.rst).
+
+    Keyword arguments: ``batch_size``, ``max_count``, ``sleep``, ``workers``,
+    ``migrations`` (names), ``options`` (``"NAME.key=value"`` strings), ``progress``.
+    """
+    from .data.command import run_for_project
+
+    report = run_for_project(project, **options)
+    return DataMigrationsResult(exit_code=report.exit_code, report=report)
+
+
+__all__ = ["Result", "version", "status", "upgrade", "stamp", "online_data_migrations", "EXPAND", "CONTRACT"]

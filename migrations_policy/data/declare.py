@@ -1,0 +1,201 @@
+"""How a project declares an online data migration.
+
+A data migration is a value, not a subclass: a ``DataMigration`` (or a function
+decorated with ``@data_migration``) in a module listed under ``data_migrations``
+in the project's settings.  It names the table and the unique key it walks, and
+a *pending* predicate, a SQLAlchemy Core expression that is true for rows that
+still need work, so that the database itself counts what remains::
+
+    import sqlalchemy as sa
+    from migrations_policy.data import DataMigration
+
+    nodes = sa.table("nodes", sa.column("id", sa.Integer), sa.column("extra"), sa.column("meta"))
+
+    nodes_extra_to_meta = DataMigration(
+        "nodes_extra_to_meta",
+        table=nodes,
+        key="id",
+        pending=sa.and_(nodes.c.meta.is_(None), nodes.c.extra.is_not(None)),
+        values={"meta": nodes.c.extra},
+    )
+
+``values`` makes it set-based: each batch is one ``UPDATE nodes SET meta = extra
+WHERE id > :lower AND id <= :upper AND <pending>``.  For work one UPDATE cannot
+express, decorate a function that migrates the rows of ``batch.where``::
+
+    @data_migration("port_node_orphans", table=ports, key="id", pending=...)
+    def port_node_orphans(connection, batch):
+        ...                      # runs inside the batch's transaction
+        return migrated_rows     # or None: counted from the pending predicate
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator, Mapping
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+from sqlalchemy.sql import ColumnElement, TableClause
+
+from ..errors import ConfigError
+
+NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,99}$")
+
+MigrateFunction = Callable[[Connection, "Batch"], "int | None"]
+
+
+@dataclass(frozen=True, eq=False)
+class DataMigration:
+    """One online data migration.
+
+    :param name: unique, lower-case ``[a-z][a-z0-9_]*``; the ledger's key and the
+        ``--migration`` / ``--option NAME.key=value`` name.  Never rename one.
+    :param table: the table it walks (``sa.table(...)`` naming the columns it uses,
+        or a ``Table``).
+    :param key: name of a single-column unique key of *table* (usually the primary
+        key).  Dense integer keys are walked in key ranges; others by keyset.
+    :param pending: Core expression, true for rows that still need migrating.
+        It must become false for a row once the row is migrated.
+    :param values: ``{column name: value or expression}`` for the set-based form.
+    :param migrate: ``fn(connection, batch)`` for the function form.
+    :param options: ``{key: default}`` accepted by ``--option NAME.key=value``;
+        values arrive converted to the default's type in ``batch.options``.
+    :param run_last: start only once every other migration is complete (the
+        built-in object-version backfill uses it).
+    """
+
+    name: str
+    table: TableClause
+    key: str
+    pending: ColumnElement[bool]
+    values: Mapping[str, Any] | None = None
+    migrate: MigrateFunction | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+    run_last: bool = False
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        where = f"data migration {self.name!r}"
+        if not isinstance(self.name, str) or not NAME_PATTERN.match(self.name):
+            raise ConfigError(f"{where}: name must match {NAME_PATTERN.pattern}")
+        if not isinstance(self.table, TableClause):
+            raise ConfigError(f"{where}: table must be sa.table(...) or a Table")
+        if isinstance(self.key, sa.ColumnClause):
+            object.__setattr__(self, "key", self.key.name)
+        if self.key not in self.table.c:
+            raise ConfigError(f"{where}: key column {self.key!r} is not a column of {self.table.name}")
+        if (self.values is None) == (self.migrate is None):
+            raise ConfigError(f"{where}: give exactly one of values= (set-based) or migrate= (a function)")
+        for column in self.values or {}:
+            if column not in self.table.c:
+                raise ConfigError(f"{where}: values sets {column!r}, not a column of {self.table.name}")
+        for option in self.options:
+            if not str(option).isidentifier():
+                raise ConfigError(f"{where}: option name {option!r} is not an identifier")
+
+    @property
+    def key_column(self) -> sa.ColumnClause:
+        return self.table.c[self.key]
+
+    @property
+    def table_name(self) -> str:
+        return self.table.name
+
+    def columns_used(self) -> dict[str, set[str]]:
+        """{table name: column names} the migration needs to exist (its own table and any it refers to)."""
+        used: dict[str, set[str]] = {self.table.name: {self.key, *(self.values or {})}}
+        expressions = [self.pending, *[v for v in (self.values or {}).values() if isinstance(v, sa.ClauseElement)]]
+        for expression in expressions:
+            for element in sa.sql.visitors.iterate(expression):
+                table = getattr(element, "table", None)
+                if isinstance(element, sa.ColumnClause) and isinstance(table, TableClause):
+                    used.setdefault(table.name, set()).add(element.name)
+        return used
+
+    def parse_options(self, raw: Mapping[str, str]) -> dict[str, Any]:
+        """``--option`` strings for this migration, converted to the defaults' types."""
+        parsed = dict(self.options)
+        for key, text in raw.items():
+            if key not in self.options:
+                known = ", ".join(sorted(self.options)) or "none"
+                raise ValueError(f"{self.name} has no option {key!r} (known: {known})")
+            parsed[key] = _convert(text, self.options[key])
+        return parsed
+
+
+def _convert(text: str, default: Any) -> Any:
+    if isinstance(default, bool):
+        lowered = text.strip().lower()
+        if lowered not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+            raise ValueError(f"expected a boolean, got {text!r}")
+        return lowered in ("1", "true", "yes", "on")
+    if isinstance(default, (int, float)):
+        return type(default)(text)
+    return text
+
+
+def data_migration(
+    name: str, *, table: TableClause, key: str, pending: ColumnElement[bool],
+    options: Mapping[str, Any] | None = None, run_last: bool = False,
+) -> Callable[[MigrateFunction], DataMigration]:
+    """Decorator for the function form: the function becomes a ``DataMigration``."""
+
+    def wrap(fn: MigrateFunction) -> DataMigration:
+        return DataMigration(name, table=table, key=key, pending=pending, migrate=fn,
+                             options=dict(options or {}), run_last=run_last,
+                             description=(fn.__doc__ or "").strip().split("\n")[0])
+
+    return wrap
+
+
+@dataclass(frozen=True)
+class Batch:
+    """The key range one batch works on: ``lower < key <= upper`` (no lower bound when None)."""
+
+    migration: DataMigration
+    lower: Any
+    upper: Any
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def key_range(self) -> ColumnElement[bool]:
+        key = self.migration.key_column
+        upper = key <= self.upper
+        return upper if self.lower is None else sa.and_(key > self.lower, upper)
+
+    @property
+    def where(self) -> ColumnElement[bool]:
+        """The rows of this batch that are pending: ``key range AND pending``."""
+        return sa.and_(self.key_range, self.migration.pending)
+
+
+class Registry:
+    """Data migrations by name, in declaration order."""
+
+    def __init__(self, migrations: Iterable[DataMigration] = ()):
+        self._by_name: dict[str, DataMigration] = {}
+        for migration in migrations:
+            self.add(migration)
+
+    def add(self, migration: DataMigration) -> None:
+        existing = self._by_name.get(migration.name)
+        if existing is not None and existing is not migration:
+            raise ConfigError(f"two data migrations are named {migration.name!r}")
+        self._by_name[migration.name] = migration
+
+    def __iter__(self) -> Iterator[DataMigration]:
+        return iter(self._by_name.values())
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name
+
+    def __getitem__(self, name: str) -> DataMigration:
+        return self._by_name[name]
+
+    def names(self) -> list[str]:
+        return list(self._by_name)

@@ -1,0 +1,82 @@
+"""One transaction per batch, serialised per migration across concurrent runners.
+
+* PostgreSQL: a transaction-scoped advisory lock per migration
+  (``pg_advisory_xact_lock``), released by COMMIT, ROLLBACK or a dead session.
+* MariaDB / MySQL: ``GET_LOCK`` per migration, released after the commit (and by
+  the server when the session dies).
+* SQLite: ``BEGIN IMMEDIATE``, the database's own write lock, taken before the
+  batch reads anything.
+
+Two runners on the same migration therefore never interleave inside a batch;
+since every batch re-evaluates the pending predicate, rows the other runner
+migrated are simply no longer selected, and no row is migrated twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zlib
+from contextlib import contextmanager
+from typing import Iterator
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+# High 32 bits of the PostgreSQL advisory lock key: "mp" (migrations_policy).
+_PG_NAMESPACE = 0x6D70
+MYSQL_LOCK_TIMEOUT = 60
+
+
+class LockTimeout(RuntimeError):
+    """Another runner held the migration's lock for too long."""
+
+
+def pg_lock_key(name: str) -> int:
+    return (_PG_NAMESPACE << 32) | zlib.crc32(name.encode())
+
+
+def mysql_lock_name(name: str) -> str:
+    text = f"migrations_policy.{name}"
+    return text if len(text) <= 64 else "migrations_policy." + hashlib.sha1(name.encode()).hexdigest()[:40]
+
+
+@contextmanager
+def batch_connection(engine: Engine) -> Iterator[Connection]:
+    """A connection for batches; on SQLite in driver autocommit so we can BEGIN IMMEDIATE ourselves."""
+    with engine.connect() as conn:
+        if engine.dialect.name == "sqlite":
+            conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+        yield conn
+
+
+@contextmanager
+def batch_transaction(conn: Connection, name: str) -> Iterator[None]:
+    """One batch: lock the migration, run the body, commit (roll back on any error)."""
+    dialect = conn.dialect.name
+    if dialect == "sqlite":
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            conn.exec_driver_sql("ROLLBACK")
+            raise
+        conn.exec_driver_sql("COMMIT")
+        return
+    if dialect == "mysql":
+        lock = mysql_lock_name(name)
+        got = conn.execute(sa.select(sa.func.get_lock(lock, MYSQL_LOCK_TIMEOUT))).scalar()
+        if got != 1:
+            conn.rollback()
+            raise LockTimeout(f"another runner held the lock {lock!r} for {MYSQL_LOCK_TIMEOUT} s")
+        conn.commit()  # end the implicit transaction of the SELECT; the lock is session-scoped
+        try:
+            with conn.begin():
+                yield
+        finally:
+            conn.execute(sa.select(sa.func.release_lock(lock)))
+            conn.commit()
+        return
+    with conn.begin():
+        if dialect == "postgresql":
+            conn.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.cast(pg_lock_key(name), sa.BigInteger))))
+        yield

@@ -1,0 +1,337 @@
+"""The runner behind ``dbsync online_data_migrations``.
+
+Each migration is walked once per run, in batches, one transaction per batch:
+
+* **range** stepping over dense integer keys: ``key > a AND key <= a + n AND
+  pending`` (an index range scan; the fastest way through a big table);
+* **keyset** pagination otherwise (sparse or non-integer keys): the batch's upper
+  key is ``max`` of the next *n* pending keys after the cursor (never OFFSET).
+
+After a batch, rows of its range that are still pending are *stuck*: counted,
+never selected again in this run (the cursor has passed them), and they fail the
+run.  Migrations take turns (round robin, ``--workers`` at a time), and a
+``--max-count`` budget is shared out between the migrations still working, so
+none starves.  What remains is always counted live from the pending predicate.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from .._urls import mask_text
+from ..errors import UsageError
+from ..project import _one_line
+from . import ledger, locks
+from .declare import Batch, DataMigration, Registry
+from .report import EXIT_USAGE, MigrationReport, RunReport
+
+#: Range stepping is used when at least this share of the pending key range is pending.
+DENSE_THRESHOLD = 0.5
+
+
+@dataclass
+class RunOptions:
+    batch_size: int = 5000
+    max_count: int | None = None
+    sleep: float = 0.0
+    workers: int = 1
+    names: Sequence[str] = ()
+    #: {migration name: {option key: raw string}} from ``--option NAME.key=value``.
+    options: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+
+class PendingMigration(NamedTuple):
+    """A migration's live remaining count (None when inapplicable) and its ledger state."""
+
+    name: str
+    remaining: int | None
+    state: str
+
+
+# -- queries shared by the runner and the gate --------------------------------------
+def count_pending(conn: Connection, migration: DataMigration, where: Any = None) -> int:
+    condition = migration.pending if where is None else where
+    return int(conn.execute(sa.select(sa.func.count()).select_from(migration.table).where(condition)).scalar())
+
+
+def missing_columns(conn: Connection, migration: DataMigration) -> list[str]:
+    """``table`` or ``table.column`` the migration uses that the database does not have."""
+    inspector = sa.inspect(conn)
+    missing = []
+    for table, columns in sorted(migration.columns_used().items()):
+        if not inspector.has_table(table):
+            missing.append(table)
+            continue
+        present = {c["name"].lower() for c in inspector.get_columns(table)}
+        missing.extend(f"{table}.{c}" for c in sorted(columns) if c.lower() not in present)
+    return missing
+
+
+def pending_migrations(connection: Connection, registry: Iterable[DataMigration]) -> list[PendingMigration]:
+    """For a contract gate: every migration's live remaining rows and ledger state."""
+    states = ledger.read(connection)
+    found = []
+    for migration in registry:
+        if missing_columns(connection, migration):
+            found.append(PendingMigration(migration.name, None, ledger.INAPPLICABLE))
+            continue
+        state = states.get(migration.name, {}).get("state", ledger.NEVER_RUN)
+        found.append(PendingMigration(migration.name, count_pending(connection, migration), state))
+    return found
+
+
+# -- one migration's walk -------------------------------------------------------------
+class _Walk:
+    def __init__(self, migration: DataMigration, options: Mapping[str, Any], run: RunOptions):
+        self.migration = migration
+        self.options = options
+        self.run = run
+        self.report = MigrationReport(migration.name)
+        self.finished = False
+        self.cursor: Any = None
+        self.high: Any = None
+
+    def fail(self, exc: BaseException) -> None:
+        self.report.errors += 1
+        self.report.error = mask_text(_one_line(exc))
+        self.report.state = ledger.ERROR
+        self.finished = True
+
+    def prepare(self, engine: Engine) -> None:
+        """Count what is pending, choose range stepping or keyset, mark the ledger."""
+        m, report = self.migration, self.report
+        with engine.connect() as conn:
+            missing = missing_columns(conn, m)
+            if missing:
+                report.state, self.finished = ledger.INAPPLICABLE, True
+                report.strategy_note = (f"{', '.join(missing)} does not exist "
+                                        "(not created yet, or dropped by a contract): skipped")
+                return
+            key = m.key_column
+            count, low, high = conn.execute(
+                sa.select(sa.func.count(), sa.func.min(key), sa.func.max(key)).where(m.pending)).one()
+            conn.rollback()
+            ledger.record_start(conn, m.name)
+        report.remaining_before = int(count)
+        report.state = ledger.RUNNING
+        if not count:
+            self.finished = True
+            return
+        if isinstance(low, int) and not isinstance(low, bool):
+            density = count / (high - low + 1)
+            if density >= DENSE_THRESHOLD:
+                report.strategy, self.cursor, self.high = "range", low - 1, high
+                return
+            report.strategy_note = (f"keyset pagination: pending keys are sparse "
+                                    f"({density:.1%} of {m.key} {low}..{high})")
+        else:
+            report.strategy_note = f"keyset pagination: key {m.table_name}.{m.key} is not an integer"
+        report.strategy = "keyset"
+
+    def step(self, engine: Engine, width: int) -> int:
+        """One batch of at most about *width* rows; returns the rows it processed."""
+        started = time.perf_counter()
+        try:
+            with locks.batch_connection(engine) as conn:
+                with locks.batch_transaction(conn, self.migration.name):
+                    batch = self._next_batch(conn, width)
+                    if batch is None:
+                        self.finished = True
+                        return 0
+                    processed, migrated, stuck = self._migrate(conn, batch)
+                    ledger.record_batch(conn, self.migration.name, migrated, stuck, batch.upper)
+        except Exception as exc:  # one migration's failure must not stop the others
+            self.fail(exc)
+            return 0
+        seconds = time.perf_counter() - started
+        self.cursor = batch.upper
+        report = self.report
+        report.batches += 1
+        report.migrated += migrated
+        report.stuck += stuck
+        report.longest_batch_seconds = max(report.longest_batch_seconds, seconds)
+        if self.run.sleep:
+            time.sleep(self.run.sleep)
+        return processed
+
+    def _next_batch(self, conn: Connection, width: int) -> Batch | None:
+        m = self.migration
+        key = m.key_column
+        after = sa.true() if self.cursor is None else key > self.cursor
+        if self.report.strategy == "range":
+            if self.cursor >= self.high:  # rows inserted past the end since we started: walk on
+                self.high = conn.execute(sa.select(sa.func.max(key)).where(after, m.pending)).scalar()
+                if self.high is None:
+                    return None
+            upper = self.cursor + width
+        else:
+            keys = sa.select(key.label("k")).where(after, m.pending).order_by(key).limit(width).subquery()
+            upper = conn.execute(sa.select(sa.func.max(keys.c.k))).scalar()
+            if upper is None:
+                return None
+        return Batch(m, self.cursor, upper, self.options)
+
+    def _migrate(self, conn: Connection, batch: Batch) -> tuple[int, int, int]:
+        """Run the batch; (rows processed, rows migrated, rows stuck)."""
+        m = self.migration
+        if m.values is not None:
+            update = sa.update(m.table).where(batch.where).values(dict(m.values))
+            if conn.dialect.name == "postgresql":
+                # Exact even with concurrent writers: the predicate on the rows this UPDATE wrote.
+                # (Not on SQLite: 3.40 evaluates such RETURNING expressions wrongly; its write lock
+                # makes the count below exact there anyway.)
+                flags = conn.execute(update.returning(sa.case((m.pending, 1), else_=0))).scalars().all()
+                processed, stuck = len(flags), sum(flags)
+            else:
+                processed = conn.execute(update).rowcount
+                stuck = count_pending(conn, m, batch.where)
+            return processed, processed - stuck, stuck
+        before = count_pending(conn, m, batch.where)
+        returned = m.migrate(conn, batch)
+        stuck = count_pending(conn, m, batch.where)
+        migrated = returned if isinstance(returned, int) and not isinstance(returned, bool) \
+            else max(before - stuck, 0)
+        return max(before, migrated + stuck), migrated, stuck
+
+    def finish(self, engine: Engine) -> None:
+        """Count what remains (live) and record the final state."""
+        report = self.report
+        try:
+            with engine.connect() as conn:
+                if report.state != ledger.INAPPLICABLE:
+                    report.remaining_after = count_pending(conn, self.migration)
+                    conn.rollback()
+                if report.state not in (ledger.ERROR, ledger.INAPPLICABLE, ledger.WAITING):
+                    report.state = (ledger.STUCK if report.stuck else
+                                    ledger.COMPLETE if report.remaining_after == 0 else ledger.INCOMPLETE)
+                ledger.record_finish(conn, self.migration.name, report.state, report.error)
+        except Exception as exc:
+            self.fail(exc)
+
+
+# -- the whole run ----------------------------------------------------------------------
+class _Budget:
+    """The ``--max-count`` rows left, shared out between the migrations still working."""
+
+    def __init__(self, max_count: int | None):
+        self.left = max_count
+
+    @property
+    def exhausted(self) -> bool:
+        return self.left is not None and self.left <= 0
+
+    def share(self, batch_size: int, working: int) -> int:
+        """Rows each of *working* migrations may take in this round."""
+        if self.left is None:
+            return batch_size
+        return min(batch_size, max(1, -(-self.left // max(working, 1))))
+
+    def take(self, rows: int) -> int:
+        if self.left is None:
+            return rows
+        rows = min(rows, self.left)
+        self.left -= rows
+        return rows
+
+    def refund(self, rows: int) -> None:
+        if self.left is not None:
+            self.left += rows
+
+
+def _select(registry: Registry, run: RunOptions) -> list[_Walk]:
+    for name in [*run.names, *run.options]:
+        if name not in registry:
+            known = ", ".join(registry.names()) or "none declared"
+            raise UsageError(f"unknown data migration {name!r} (known: {known})", exit_code=EXIT_USAGE)
+    chosen = [m for m in registry if not run.names or m.name in run.names]
+    walks = []
+    for migration in chosen:
+        try:
+            options = migration.parse_options(run.options.get(migration.name, {}))
+        except ValueError as exc:
+            raise UsageError(f"--option {migration.name}: {exc}", exit_code=EXIT_USAGE) from None
+        walks.append(_Walk(migration, options, run))
+    return walks
+
+
+def _drive(engine: Engine, walks: list[_Walk], run: RunOptions, budget: _Budget,
+           on_batch: Callable[[str], None]) -> None:
+    """Round robin, *workers* batches at a time: in each round every migration still
+    working gets one batch of the same size (its share of what is left of --max-count)."""
+    ready = deque(w for w in walks if not w.finished)
+    running: dict[Future, tuple[_Walk, int]] = {}
+    owed: set[_Walk] = set()  # migrations that have not had their turn in this round
+    share = run.batch_size
+    with ThreadPoolExecutor(max_workers=run.workers, thread_name_prefix="data-migration") as pool:
+        while ready or running:
+            while ready and len(running) < run.workers and not budget.exhausted:
+                if not owed:
+                    owed = {*ready, *(walk for walk, _ in running.values())}
+                    share = budget.share(run.batch_size, len(owed))
+                walk = ready.popleft()
+                owed.discard(walk)
+                width = budget.take(share)
+                running[pool.submit(walk.step, engine, width)] = (walk, width)
+            if not running:
+                return  # --max-count reached
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                walk, width = running.pop(future)
+                budget.refund(width - future.result())
+                on_batch(walk.migration.name)
+                if not walk.finished:
+                    ready.append(walk)
+
+
+def run(engine: Engine, registry: Registry, options: RunOptions | None = None, progress: Any = None) -> RunReport:
+    """Run the data migrations of *registry* on *engine*; see ``RunOptions``."""
+    run_options = options or RunOptions()
+    if run_options.batch_size < 1 or run_options.workers < 1 or (run_options.max_count or 1) < 1 \
+            or run_options.sleep < 0:
+        raise UsageError("batch size, workers and max count must be positive, sleep >= 0", exit_code=EXIT_USAGE)
+    walks = _select(registry, run_options)
+    with engine.connect() as conn:
+        ledger.require(conn)
+    started = time.monotonic()
+    budget = _Budget(run_options.max_count)
+    report = RunReport(migrations=[w.report for w in walks], max_count=run_options.max_count)
+
+    def on_batch(name: str) -> None:
+        if progress is not None:
+            progress.update(report.migrations, current=name)
+
+    first = [w for w in walks if not w.migration.run_last]
+    last = [w for w in walks if w.migration.run_last]
+    for phase in (first, last):
+        if phase is last and any(w.report.state not in (ledger.COMPLETE, ledger.INAPPLICABLE) for w in first):
+            for walk in last:
+                _prepare(walk, engine)
+                if walk.report.state == ledger.RUNNING:
+                    walk.report.state = ledger.WAITING
+                    walk.report.strategy_note = "runs once every other data migration is complete"
+                walk.finish(engine)
+            break
+        for walk in phase:
+            _prepare(walk, engine)
+        _drive(engine, phase, run_options, budget, on_batch)
+        for walk in phase:
+            walk.finish(engine)
+    if progress is not None:
+        progress.close()
+    report.max_count_reached = budget.exhausted and any(w.report.state == ledger.INCOMPLETE for w in walks)
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _prepare(walk: _Walk, engine: Engine) -> None:
+    try:
+        walk.prepare(engine)
+    except Exception as exc:
+        walk.fail(exc)

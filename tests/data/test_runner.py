@@ -1,0 +1,213 @@
+"""The runner in-process, on every backend: batching, fairness, stuck rows, errors, re-dirtied rows."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+
+from migrations_policy.data import (
+    DataMigration, Registry, RunOptions, data_migration, ledger, pending_migrations, record_forced, run,
+)
+from migrations_policy.errors import UsageError
+
+from .support import create_schema, insert_items, items, scalar
+
+t = sa.table("items", sa.column("id", sa.Integer), sa.column("src"), sa.column("dst"), sa.column("n"))
+PENDING = sa.and_(t.c.dst.is_(None), t.c.src.is_not(None))
+
+
+def copy(name="copy_items", **kw) -> DataMigration:
+    return DataMigration(name, table=t, key="id", pending=PENDING, values={"dst": t.c.src, "n": t.c.n + 1}, **kw)
+
+
+def flags(engine: sa.Engine, table: str, rows: int) -> DataMigration:
+    """A second table ``table(id, flag)`` with *rows* rows and a migration setting flag 0 -> 1."""
+    created = sa.Table(table, sa.MetaData(), sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+                       sa.Column("flag", sa.Integer))
+    created.create(engine)
+    with engine.begin() as conn:
+        conn.execute(sa.insert(created), [{"id": i, "flag": 0} for i in range(1, rows + 1)])
+    light = sa.table(table, sa.column("id", sa.Integer), sa.column("flag", sa.Integer))
+    return DataMigration(f"{table}_flags", table=light, key="id", pending=light.c.flag == 0, values={"flag": 1})
+
+
+def by_name(report):
+    return {m.name: m for m in report.migrations}
+
+
+def test_batches_complete_and_ledger(db_engine):
+    create_schema(db_engine, rows=1000)
+    report = run(db_engine, Registry([copy()]), RunOptions(batch_size=100))
+    m = by_name(report)["copy_items"]
+    assert (report.exit_code, m.state, m.strategy) == (0, "complete", "range")
+    assert (m.remaining_before, m.migrated, m.stuck, m.remaining_after) == (1000, 1000, 0, 0)
+    assert m.batches == 10
+    assert scalar(db_engine, sa.select(sa.func.count()).where(items.c.n == 1)) == 1000
+    assert scalar(db_engine, sa.select(sa.func.count()).where(items.c.dst != items.c.src)) == 0
+    with db_engine.connect() as conn:
+        row = ledger.read(conn)["copy_items"]
+    assert (row["state"], row["rows_migrated"], row["rows_stuck"]) == ("complete", 1000, 0)
+    assert row["last_key"] == "1000" and row["started_at"] <= row["finished_at"]
+    # Cheap to rerun when complete: no batch at all.
+    again = by_name(run(db_engine, Registry([copy()]), RunOptions(batch_size=100)))["copy_items"]
+    assert (again.remaining_before, again.batches, again.state) == (0, 0, "complete")
+
+
+def test_sparse_and_text_keys_fall_back_to_keyset(db_engine):
+    create_schema(db_engine, rows=300, start=10, step=10)  # ids 10, 20, ... : 10% dense
+    report = run(db_engine, Registry([copy()]), RunOptions(batch_size=50))
+    m = by_name(report)["copy_items"]
+    assert (m.strategy, m.migrated, m.batches, report.exit_code) == ("keyset", 300, 6, 0)
+    assert "sparse" in m.strategy_note and "keyset" in report.text()
+
+    words = sa.Table("words", sa.MetaData(), sa.Column("word", sa.String(20), primary_key=True),
+                     sa.Column("upper", sa.String(20)))
+    words.create(db_engine)
+    with db_engine.begin() as conn:
+        conn.execute(sa.insert(words), [{"word": f"w{i:03d}"} for i in range(120)])
+    w = sa.table("words", sa.column("word"), sa.column("upper"))
+    upper = DataMigration("upper_words", table=w, key="word", pending=w.c.upper.is_(None),
+                          values={"upper": sa.func.upper(w.c.word)})
+    m = by_name(run(db_engine, Registry([upper]), RunOptions(batch_size=25)))["upper_words"]
+    assert (m.strategy, m.migrated, m.state) == ("keyset", 120, "complete")
+    assert "not an integer" in m.strategy_note
+
+
+def test_max_count_is_shared_fairly(db_engine):
+    create_schema(db_engine, rows=1000)
+    registry = Registry([copy(), flags(db_engine, "big", 1000), flags(db_engine, "small", 30)])
+    report = run(db_engine, registry, RunOptions(batch_size=200, max_count=400))
+    found = by_name(report)
+    assert report.exit_code == 1 and report.max_count_reached
+    assert found["small_flags"].state == "complete" and found["small_flags"].migrated == 30
+    first, second = found["copy_items"].migrated, found["big_flags"].migrated
+    assert first + second + 30 <= 400
+    assert abs(first - second) <= 0.1 * (first + second), (first, second)  # neither starves
+    assert "--max-count reached" in report.text()
+    rest = run(db_engine, registry, RunOptions(batch_size=200))
+    assert rest.exit_code == 0
+    assert scalar(db_engine, sa.select(sa.func.count()).where(items.c.n != 1)) == 0
+
+
+def test_stuck_rows_fail_the_run_and_are_not_reselected(db_engine):
+    create_schema(db_engine, rows=500)
+    with db_engine.begin() as conn:
+        conn.execute(sa.update(items).where(items.c.id % 100 == 0).values(src="bad"))
+    stuck = DataMigration("copy_unless_bad", table=t, key="id", pending=PENDING,
+                          values={"dst": sa.func.nullif(t.c.src, "bad")})
+    report = run(db_engine, Registry([stuck, flags(db_engine, "other", 120)]), RunOptions(batch_size=50))
+    m, other = by_name(report)["copy_unless_bad"], by_name(report)["other_flags"]
+    assert report.exit_code == 2
+    assert (m.state, m.stuck, m.migrated, m.remaining_after, m.batches) == ("stuck", 5, 495, 5, 10)
+    assert "cannot migrate them" in report.text()
+    assert (other.state, other.migrated) == ("complete", 120)
+    with db_engine.connect() as conn:
+        assert ledger.read(conn)["copy_unless_bad"]["state"] == "stuck"
+    again = by_name(run(db_engine, Registry([stuck]), RunOptions(batch_size=50)))["copy_unless_bad"]
+    assert (again.stuck, again.migrated, again.state) == (5, 0, "stuck")
+
+
+def test_error_in_one_migration_does_not_stop_the_others(db_engine):
+    create_schema(db_engine, rows=300)
+
+    @data_migration("explodes", table=t, key="id", pending=PENDING)
+    def explodes(connection, batch):
+        connection.execute(sa.update(t).where(batch.where).values(dst="half-done"))
+        raise RuntimeError("cannot parse row 17\nsecond line")
+
+    report = run(db_engine, Registry([explodes, copy()]), RunOptions(batch_size=100))
+    bad, good = by_name(report)["explodes"], by_name(report)["copy_items"]
+    assert report.exit_code == 2
+    assert (bad.state, bad.errors, bad.error, bad.migrated) == ("error", 1, "cannot parse row 17", 0)
+    assert (good.state, good.migrated) == ("complete", 300)
+    assert scalar(db_engine, sa.select(sa.func.count()).where(items.c.dst == "half-done")) == 0  # rolled back
+    with db_engine.connect() as conn:
+        assert ledger.read(conn)["explodes"]["last_error"] == "cannot parse row 17"
+    assert "explodes: error: cannot parse row 17" in report.text()
+
+
+def test_rows_dirtied_again_by_old_code_are_picked_up(db_engine):
+    create_schema(db_engine, rows=400)
+    assert run(db_engine, Registry([copy()]), RunOptions(batch_size=100)).exit_code == 0
+    with db_engine.begin() as conn:  # release-N code: writes src only, leaves dst NULL
+        conn.execute(sa.update(items).where(items.c.id <= 7).values(src="changed", dst=None))
+    insert_items(db_engine, 3, start=1001, src="new")
+    with db_engine.connect() as conn:
+        assert [(p.name, p.remaining) for p in pending_migrations(conn, Registry([copy()]))] == [("copy_items", 10)]
+    m = by_name(run(db_engine, Registry([copy()]), RunOptions(batch_size=100)))["copy_items"]
+    assert (m.remaining_before, m.migrated, m.remaining_after, m.state) == (10, 10, 0, "complete")
+    assert m.strategy == "keyset"  # 10 pending keys spread over 1..1003
+    assert scalar(db_engine, sa.select(items.c.dst).where(items.c.id == 3)) == "changed"
+
+
+def test_rows_inserted_past_the_end_during_the_run_are_walked(db_engine):
+    create_schema(db_engine, rows=200)
+
+    @data_migration("copy_and_insert", table=t, key="id", pending=PENDING)
+    def copy_and_insert(connection, batch):
+        if batch.lower == 100:  # an old-release service inserts while we run
+            connection.execute(sa.insert(t).values(id=250, src="late"))
+        return connection.execute(sa.update(t).where(batch.where).values(dst=t.c.src)).rowcount
+
+    m = by_name(run(db_engine, Registry([copy_and_insert]), RunOptions(batch_size=100)))["copy_and_insert"]
+    assert (m.remaining_before, m.migrated, m.remaining_after, m.state) == (200, 201, 0, "complete")
+
+
+def test_options_selection_and_usage_errors(db_engine):
+    create_schema(db_engine, rows=50)
+
+    @data_migration("tagged", table=t, key="id", pending=PENDING, options={"tag": "x", "repeat": 1})
+    def tagged(connection, batch):
+        value = batch.options["tag"] * batch.options["repeat"]
+        return connection.execute(sa.update(t).where(batch.where).values(dst=value)).rowcount
+
+    registry = Registry([tagged, copy()])
+    report = run(db_engine, registry, RunOptions(names=["tagged"], options={"tagged": {"tag": "ab", "repeat": "2"}}))
+    assert [m.name for m in report.migrations] == ["tagged"] and report.exit_code == 0
+    assert scalar(db_engine, sa.select(sa.func.count()).where(items.c.dst == "abab")) == 50
+    for bad in (RunOptions(names=["nope"]), RunOptions(options={"tagged": {"colour": "red"}}),
+                RunOptions(options={"tagged": {"repeat": "many"}}), RunOptions(batch_size=0)):
+        with pytest.raises(UsageError) as info:
+            run(db_engine, registry, bad)
+        assert info.value.exit_code == 127
+
+
+def test_run_last_waits_and_missing_columns_are_inapplicable(db_engine):
+    create_schema(db_engine, rows=100)
+    last = DataMigration("stamp_n", table=t, key="id", pending=t.c.n == 0, values={"n": 5}, run_last=True)
+    gone = sa.table("items", sa.column("id", sa.Integer), sa.column("extra"))
+    dropped = DataMigration("from_extra", table=gone, key="id", pending=gone.c.extra.is_not(None),
+                            values={"extra": None})
+    registry = Registry([copy(), last, dropped])
+    report = run(db_engine, registry, RunOptions(batch_size=30, max_count=50))
+    found = by_name(report)
+    assert (found["stamp_n"].state, found["stamp_n"].migrated, report.exit_code) == ("waiting", 0, 1)
+    assert found["from_extra"].state == "inapplicable" and "items.extra does not exist" in report.text()
+    report = run(db_engine, registry, RunOptions(batch_size=30))
+    found = by_name(report)
+    assert report.exit_code == 0 and found["stamp_n"].state == "complete"
+    assert found["stamp_n"].migrated == 0  # copy_items set n = 1 first, so nothing left with n = 0
+    with db_engine.connect() as conn:
+        states = {p.name: (p.remaining, p.state) for p in pending_migrations(conn, registry)}
+    assert states == {"copy_items": (0, "complete"), "stamp_n": (0, "complete"), "from_extra": (None, "inapplicable")}
+
+
+def test_workers_run_migrations_in_parallel(db_engine):
+    create_schema(db_engine, rows=600)
+    report = run(db_engine, Registry([copy(), flags(db_engine, "more", 500)]), RunOptions(batch_size=100, workers=2))
+    assert report.exit_code == 0
+    assert [m.migrated for m in report.migrations] == [600, 500]
+    assert scalar(db_engine, sa.select(sa.func.count()).where(items.c.dst.is_(None))) == 0
+
+
+def test_record_forced_and_missing_ledger(db_engine):
+    create_schema(db_engine, rows=10)
+    with db_engine.connect() as conn:
+        record_forced(conn, "copy_items", remaining=10, reason="incident 42", forced_by="ops@host")
+        row = ledger.read(conn)["copy_items"]
+    assert (row["forced_remaining"], row["forced_reason"], row["forced_by"]) == (10, "incident 42", "ops@host")
+    assert row["forced_at"] is not None and row["state"] == "never run"
+    ledger.ledger.drop(db_engine)
+    from migrations_policy.errors import DatabaseError
+    with pytest.raises(DatabaseError, match="create_ledger"):
+        run(db_engine, Registry([copy()]))
