@@ -77,12 +77,18 @@ def _no_args(parser: argparse.ArgumentParser) -> None:
 def _configure_upgrade(parser: argparse.ArgumentParser) -> None:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--expand", action="store_true", help="apply only the expand heads")
-    group.add_argument("--contract", action="store_true", help="apply only the contract heads")
+    group.add_argument("--contract", action="store_true", help="apply only the contract heads (through the gate)")
+    parser.add_argument("--force", action="store_true",
+                        help="apply contract even though the gate refuses; recorded in the ledger (who, when, what)")
+    parser.add_argument("--reason", default="", help="why --force was needed (recorded with it)")
 
 
 def _run_upgrade(args: argparse.Namespace) -> commands.Result:
     phases = (EXPAND,) if args.expand else (CONTRACT,) if args.contract else (EXPAND, CONTRACT)
-    return commands.upgrade(_project(args), phases=phases)
+    if args.reason and not args.force:
+        raise UsageError("--reason goes with --force")
+    force = (args.reason or "dbsync upgrade --force") if args.force else None
+    return commands.upgrade(_project(args), phases=phases, force=force)
 
 
 def _configure_stamp(parser: argparse.ArgumentParser) -> None:
@@ -96,13 +102,35 @@ DBSYNC_COMMANDS: list[CommandSpec] = [
         "apply pending schema revisions (expand, then contract)",
         _configure_upgrade,
         _run_upgrade,
-        description="Apply the expand heads, then the contract heads. --expand or --contract limits it to one phase.",
+        description="Apply the expand heads, then the contract heads if the contract gate allows. "
+                    "--expand or --contract limits it to one phase. Every DDL statement runs with a bounded "
+                    "lock timeout (lock_timeout setting) and is retried with backoff (lock_retries).",
+        exit_codes={**COMMON_EXIT_CODES,
+                    4: "the contract gate refused: data migrations pending or expand missing (the message says "
+                       "which, how many rows remain, and the command that finishes them); with no flag, expand "
+                       "was applied and contract was not"},
     ),
     CommandSpec(
         "status",
         "show each branch's current revision, head and pending revisions",
         _no_args,
         lambda args: commands.status(_project(args)),
+    ),
+    CommandSpec(
+        "check",
+        "exit code says the next upgrade step (for automation)",
+        _no_args,
+        lambda args: commands.check(_project(args)),
+        description="Report what the next step of the rolling upgrade is, as an exit code (glance's "
+                    "convention). Refuses (exit 2) when expand is pending but object rows still carry NULL or "
+                    "unaccepted versions (the previous upgrade's data migrations are not finished).",
+        exit_codes={
+            0: "nothing to do: schema at head, data migrations complete",
+            2: "error: unreachable database, bad configuration, or unfinished object versions (one line)",
+            3: "expand revisions pending",
+            4: "data migrations pending (or contract pending but refused by the gate)",
+            5: "contract revisions pending and allowed by the gate",
+        },
     ),
     CommandSpec(
         "version",
@@ -177,6 +205,80 @@ DBSYNC_COMMANDS.append(CommandSpec(
 
 #: Commands of the developer / CI tool (``migrations-policy``).
 DEVELOPER_COMMANDS: list[CommandSpec] = []
+
+
+# -- authoring: init, check-models (migrations-policy), revision (dbsync) ---------
+def _configure_init(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("directory", nargs="?", metavar="DIR", help="where to create the environment (not with --adopt)")
+    parser.add_argument("-c", "--config", default=DEFAULT_ALEMBIC_INI, metavar="FILE",
+                        help=f"alembic ini file to write, or to adopt (default: {DEFAULT_ALEMBIC_INI})")
+    parser.add_argument("-t", "--template", default="expand_contract", help="template (default: expand_contract)")
+    parser.add_argument("--adopt", action="store_true",
+                        help="convert the existing single-branch history of -c FILE: both branches start at its head")
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+
+
+def _run_init(args: argparse.Namespace) -> commands.Result:
+    from .authoring import commands as authoring
+
+    if args.adopt:
+        if args.directory:
+            raise UsageError("init --adopt takes no DIR: it reads script_location from -c/--config")
+        return authoring.adopt(args.config, template=args.template)
+    if not args.directory:
+        raise UsageError("init: DIR is required (or --adopt)")
+    return authoring.init(args.directory, template=args.template, config_file=args.config)
+
+
+def _configure_check_models(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", metavar="MODULE[:NAME]", help="module holding the models' MetaData (or NAME in it)")
+    parser.add_argument("-c", "--config", default=None, metavar="FILE",
+                        help="alembic ini file, for the release_mapping setting (optional)")
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+
+
+def _run_check_models(args: argparse.Namespace) -> commands.Result:
+    from .authoring import commands as authoring
+
+    project = Project(args.config) if args.config else None
+    return authoring.check_models(args.target, project)
+
+
+def _configure_revision(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-m", "--message", required=True, help="what the change does (the scripts' slug)")
+    parser.add_argument("--rev-id", help="revision id of the expand script (contract: ID_contract)")
+
+
+DEVELOPER_COMMANDS.extend([
+    CommandSpec(
+        "init",
+        "create an alembic environment in the expand/contract layout (or --adopt an existing one)",
+        _configure_init,
+        _run_init,
+        description="Render the expand_contract template into DIR with versions/expand, versions/contract and "
+                    "the two root revisions (labels expand and contract).  --adopt converts the single-branch "
+                    "history of -c FILE: both branches start at its current head.",
+    ),
+    CommandSpec(
+        "check-models",
+        "report object tables without a version column",
+        _configure_check_models,
+        _run_check_models,
+        description="Import MODULE[:NAME] and report object tables (VersionedMixin, object_table(), or named by "
+                    "the release mapping) without a String 'version' column and an index on it.",
+        exit_codes={**COMMON_EXIT_CODES, 1: "an object table lacks the version column or its index"},
+    ),
+])
+
+DBSYNC_COMMANDS.append(CommandSpec(
+    "revision",
+    "autogenerate a revision, split into an expand and a contract script",
+    _configure_revision,
+    lambda args: commands.revision(_project(args), args.message, rev_id=args.rev_id),
+    description="Compare the models with the database (which must be at head) and write "
+                "versions/expand/..._MSG.py and versions/contract/..._MSG.py (an empty phase writes no file), "
+                "plus a module of data-migration stubs when the change needs one.",
+))
 
 
 # -- parser construction -----------------------------------------------------

@@ -14,9 +14,16 @@ from typing import Any
 from alembic import command as alembic_command
 from alembic.util import CommandError
 
+from sqlalchemy import exc as sa_exc
+
 from .errors import PolicyError, UsageError
+from .gate import GateRefused
+from .lock_timeout import is_lock_timeout
 from .project import Project, _one_line
-from .revisions import CONTRACT, EXPAND, PHASES, BranchStatus, branch_statuses, current_heads
+from .runtime import FORCE_ATTRIBUTE, STATS_ATTRIBUTE
+from .revisions import CONTRACT, EXPAND, PHASES, branch_statuses, current_heads
+from .state import (CHECK_CONTRACT_ALLOWED, CHECK_DATA_PENDING, CHECK_EXPAND_PENDING, CHECK_NOTHING_TO_DO,
+                    UpgradeState, assess, release_mapping)
 
 
 @dataclass
@@ -33,11 +40,19 @@ class Result:
 
 
 def _alembic(fn, *args, **kwargs) -> None:
-    """Run an alembic command, turning its CommandError into a one-line PolicyError."""
+    """Run an alembic command; its errors become PolicyErrors (gate refusal: exit 4)."""
     try:
         fn(*args, **kwargs)
+    except GateRefused as exc:
+        raise PolicyError(str(exc), exit_code=GateRefused.exit_code) from None
     except CommandError as exc:
         raise PolicyError(f"alembic: {_one_line(exc)}") from None
+    except sa_exc.DBAPIError as exc:
+        if is_lock_timeout(exc):
+            raise PolicyError("gave up waiting for a lock after every retry: another transaction holds a lock "
+                              f"on the table ({_one_line(exc)}); nothing of the failed revision was kept, "
+                              "rerun when it has finished") from None
+        raise PolicyError(f"migration failed: {_one_line(exc)}") from None
 
 
 def _run_alembic_on(project: Project, conn, fn, *args, **kwargs) -> None:
@@ -81,29 +96,72 @@ def version(project: Project) -> VersionResult:
         return VersionResult(heads=sorted(current_heads(conn)))
 
 
-# -- status -----------------------------------------------------------------
+# -- status / check ---------------------------------------------------------------
 @dataclass
 class StatusResult(Result):
-    branches: dict[str, BranchStatus] = field(default_factory=dict)
+    state: UpgradeState | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {name: status.to_dict() for name, status in self.branches.items()}
+        state = self.state
+        data = {name: status.to_dict() for name, status in state.branches.items()}
+        data["data_migrations"] = [{"name": m.name, "remaining": m.remaining, "state": m.state}
+                                   for m in state.data_migrations]
+        data["contract_allowed"] = state.contract_allowed
+        data["gate"] = state.verdict.to_dict()
+        if state.object_versions is not None:
+            data["object_versions"] = state.object_versions.to_dict()
+        return data
 
     def text(self) -> str:
+        state = self.state
         lines = []
-        for name, status in self.branches.items():
+        for name, status in state.branches.items():
             current = ", ".join(status.current) or "(none)"
             lines.append(f"{name}: current {current}, head {status.head or '(none)'}, {len(status.pending)} pending")
             lines.extend(f"  pending {rev}" for rev in status.pending)
+        lines.append(f"data migrations: {len(state.data_pending)} with rows remaining")
+        for m in state.data_migrations:
+            remaining = "n/a (table or columns absent)" if m.remaining is None else f"{m.remaining:,} remaining"
+            lines.append(f"  {m.name}: {remaining}, {m.state}")
+        if state.branches[CONTRACT].pending:
+            lines.append("contract: " + ("allowed" if state.contract_allowed else "refused by the gate"))
+            lines.extend(f"  {p.describe()}" for p in state.verdict.pending)
+            lines.extend(f"  {c} needs expand revision {e} applied first" for c, e in state.verdict.missing_expand)
+        if state.object_versions is not None and not state.object_versions.ok:
+            lines.append("object versions: " + "; ".join(state.object_versions.problems()))
         return "\n".join(lines)
 
 
 def status(project: Project) -> StatusResult:
-    """Per branch: applied revisions, head, and pending revisions."""
-    script = project.script
+    """Per branch: applied, head, pending; data migrations; whether contract is allowed."""
     with project.connect() as conn:
-        heads = current_heads(conn)
-    return StatusResult(branches=branch_statuses(script, heads))
+        return StatusResult(state=assess(project, conn))
+
+
+@dataclass
+class CheckResult(StatusResult):
+    def to_dict(self) -> dict[str, Any]:
+        return {"exit_code": self.exit_code, "meaning": CHECK_MEANINGS[self.exit_code], **super().to_dict()}
+
+    def text(self) -> str:
+        return CHECK_MEANINGS[self.exit_code]
+
+
+CHECK_MEANINGS = {
+    CHECK_NOTHING_TO_DO: "nothing to do: schema at head, data migrations complete",
+    CHECK_EXPAND_PENDING: "expand pending: run dbsync upgrade --expand",
+    CHECK_DATA_PENDING: "data migrations pending: run dbsync online_data_migrations",
+    CHECK_CONTRACT_ALLOWED: "contract pending and allowed: run dbsync upgrade --contract",
+}
+
+
+def check(project: Project) -> CheckResult:
+    """What the next upgrade step is, as an exit code for automation (glance's convention)."""
+    with project.connect() as conn:
+        state = assess(project, conn)
+    if state.object_versions is not None:
+        state.object_versions.raise_for_problems()
+    return CheckResult(exit_code=state.check_code(), state=state)
 
 
 # -- upgrade / stamp ----------------------------------------------------------
@@ -112,17 +170,26 @@ class UpgradeResult(Result):
     phases: list[str] = field(default_factory=list)
     before: list[str] = field(default_factory=list)
     after: list[str] = field(default_factory=list)
-    sql: str | None = None
+    #: Why contract did not run after expand (the gate's message), if it did not.
+    refused: str | None = None
+    #: DDL statements that gave up waiting for a lock and were retried.
+    lock_timeouts: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"phases": self.phases, "before": self.before, "after": self.after}
+        return {"phases": self.phases, "before": self.before, "after": self.after, "refused": self.refused,
+                "lock_timeouts_retried": self.lock_timeouts}
 
     def text(self) -> str:
-        if self.sql is not None:
-            return self.sql
         if self.before == self.after:
-            return f"{' + '.join(self.phases)}: already at head ({', '.join(self.after) or 'base'})"
-        return f"{' + '.join(self.phases)}: upgraded {', '.join(self.before) or 'base'} -> {', '.join(self.after)}"
+            lines = [f"{' + '.join(self.phases)}: already at head ({', '.join(self.after) or 'base'})"]
+        else:
+            lines = [f"{' + '.join(self.phases)}: upgraded {', '.join(self.before) or 'base'} -> "
+                     f"{', '.join(self.after)}"]
+        if self.lock_timeouts:
+            lines.append(f"{self.lock_timeouts} statement(s) gave up waiting for a lock and were retried")
+        if self.refused:
+            lines.append("expand applied; " + self.refused)
+        return "\n".join(lines)
 
 
 def _phase_target(project: Project, phase: str) -> str:
@@ -136,17 +203,51 @@ def _phase_target(project: Project, phase: str) -> str:
     raise UsageError(f"{project.alembic_ini}: no revision has the branch label {phase!r}")
 
 
-def upgrade(project: Project, phases: tuple[str, ...] = PHASES) -> UpgradeResult:
-    """Apply the heads of each phase in order (expand first)."""
+def _refuse_unfinished_object_versions(project: Project, conn) -> None:
+    """Before new expand revisions: every object row must carry an accepted version (ironic's
+    check_versions), i.e. the previous upgrade's data migrations finished.  Tables that
+    pending expand revisions will create are tolerated."""
+    mapping = release_mapping(project)
+    if mapping is None or not branch_statuses(project.script, current_heads(conn))[EXPAND].pending:
+        return
+    from .data.versions import check_object_versions
+
+    report = check_object_versions(conn, mapping)
+    if conn.in_transaction():
+        conn.rollback()
+    report.raise_for_problems()
+
+
+def upgrade(project: Project, phases: tuple[str, ...] = PHASES, force: str | None = None) -> UpgradeResult:
+    """Apply the heads of each phase in order (expand first), contract through the gate.
+
+    With both phases, a gate refusal after a successful expand is not an error
+    of the expand: the result says why contract did not run, with exit code 4.
+    *force* (a reason) lets contract past the gate; it is recorded in the ledger.
+    """
     for phase in phases:
         if phase not in PHASES:
             raise UsageError(f"unknown phase {phase!r}")
+    result = UpgradeResult(phases=list(phases))
     with project.connect() as conn:
-        before = sorted(current_heads(conn))
+        result.before = sorted(current_heads(conn))
+        if EXPAND in phases:
+            _refuse_unfinished_object_versions(project, conn)
         for phase in phases:
-            _run_alembic_on(project, conn, alembic_command.upgrade, _phase_target(project, phase))
-        after = sorted(current_heads(conn))
-    return UpgradeResult(phases=list(phases), before=before, after=after)
+            if force:
+                project.alembic_config.attributes[FORCE_ATTRIBUTE] = force
+            try:
+                _run_alembic_on(project, conn, alembic_command.upgrade, _phase_target(project, phase))
+                stats = project.alembic_config.attributes.pop(STATS_ATTRIBUTE, None)
+                result.lock_timeouts += stats.timeouts if stats is not None else 0
+            except PolicyError as exc:
+                if exc.exit_code != GateRefused.exit_code or phase == phases[0]:
+                    raise
+                result.exit_code, result.refused = exc.exit_code, exc.message
+            finally:
+                project.alembic_config.attributes.pop(FORCE_ATTRIBUTE, None)
+        result.after = sorted(current_heads(conn))
+    return result
 
 
 def stamp(project: Project, revisions: list[str], purge: bool = False) -> UpgradeResult:
@@ -184,4 +285,7 @@ def online_data_migrations(project: Project, **options: Any) -> DataMigrationsRe
     return DataMigrationsResult(exit_code=report.exit_code, report=report)
 
 
-__all__ = ["Result", "version", "status", "upgrade", "stamp", "online_data_migrations", "EXPAND", "CONTRACT"]
+# -- authoring (init, check-models, revision): see migrations_policy.authoring.commands
+from .authoring.commands import adopt, check_models, init, revision  # noqa: E402
+
+__all__ = ["init", "adopt", "check_models", "revision", "Result", "version", "status", "upgrade", "stamp", "online_data_migrations", "EXPAND", "CONTRACT"]

@@ -15,8 +15,13 @@
   from autogenerate, chaining to a project's own ``include_object``;
 * ``transaction_per_migration=True``: nothing half-applied across revisions.
 
-Other features add theirs here (the autogenerate split's
-``process_revision_directives``, the contract gate's ``on_version_apply``).
+* ``runtime.guard_options``: the contract gate and lock timeouts, checked
+  before alembic runs the first step, and the phase of each applied revision
+  recorded (``on_version_apply``).
+
+* ``authoring.hooks.autogenerate_options``: the autogenerate split into expand
+  and contract scripts (``process_revision_directives``) and the
+  ``migrations_policy.*`` autogenerate comparators (``autogenerate_plugins``).
 """
 
 from __future__ import annotations
@@ -45,9 +50,22 @@ def make_include_object(project_include_object: Callable[..., bool] | None = Non
     return include_object
 
 
-def configure_options(context: Any, include_object: Callable[..., bool] | None = None) -> dict[str, Any]:
-    """Keyword arguments for ``context.configure`` in a project's env.py."""
+def configure_options(
+    context: Any,
+    include_object: Callable[..., bool] | None = None,
+    process_revision_directives: Callable[..., None] | None = None,
+) -> dict[str, Any]:
+    """Keyword arguments for ``context.configure`` in a project's env.py.
+
+    A project's own ``include_object`` / ``process_revision_directives`` are
+    chained: pass them here rather than to ``context.configure``.
+    """
+    from .authoring.hooks import autogenerate_options  # the autogenerate split and comparators
+    from .runtime import guard_options  # the gate and lock timeouts (runtime imports this module)
+
     return {
         "include_object": make_include_object(include_object),
         "transaction_per_migration": True,
+        **autogenerate_options(context, process_revision_directives),
+        **guard_options(context),
     }

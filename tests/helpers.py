@@ -21,3 +21,15 @@ def forget_example_modules() -> None:
     """Drop imported ``inventory`` modules so the next test imports its own copy."""
     for name in [m for m in sys.modules if m == "inventory" or m.startswith("inventory.")]:
         del sys.modules[name]
+
+
+def set_ini_option(ini: Path, section: str, key: str, value: str) -> None:
+    """Set ``key = value`` in ``[section]`` of an ini file, keeping everything else."""
+    import configparser
+
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.optionxform = str  # keep key case
+    parser.read(ini)
+    parser.set(section, key, value)
+    with open(ini, "w") as fh:
+        parser.write(fh)

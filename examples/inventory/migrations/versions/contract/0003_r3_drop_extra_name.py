@@ -15,6 +15,9 @@ down_revision = "contract_root"
 branch_labels = None
 depends_on = "r2_meta_display_name_version"
 
+# The contract gate refuses this revision until these are complete (live count 0).
+requires_data_migrations = ("nodes_extra_to_meta", "nodes_name_to_display_name", "port_node_orphans")
+
 
 def upgrade() -> None:
     if op.get_context().dialect.name == "postgresql":

@@ -1,0 +1,84 @@
+"""Where a database stands in the rolling upgrade, computed once for ``status`` and ``check``.
+
+* each branch (expand, contract): applied, head, pending revisions;
+* each data migration: live remaining rows and ledger state;
+* the contract gate's verdict on the pending contract revisions;
+* object versions (when the project has a release mapping) — judged only when
+  expand revisions are pending, as ``dbsync upgrade`` would judge them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from . import gate
+from .project import Project
+from .revisions import CONTRACT, EXPAND, BranchStatus, branch_statuses, current_heads
+
+# ``dbsync check`` exit codes (glance's convention, plus 2 for errors).
+CHECK_NOTHING_TO_DO, CHECK_EXPAND_PENDING, CHECK_DATA_PENDING, CHECK_CONTRACT_ALLOWED = 0, 3, 4, 5
+
+
+@dataclass
+class UpgradeState:
+    heads: tuple[str, ...]
+    branches: dict[str, BranchStatus]
+    data_migrations: list[Any] = field(default_factory=list)  # data.runner.PendingMigration
+    verdict: gate.GateVerdict = field(default_factory=gate.GateVerdict)
+    object_versions: Any = None  # data.versions.ObjectVersionReport, when expand is pending
+
+    @property
+    def data_pending(self) -> list[Any]:
+        return [m for m in self.data_migrations if m.remaining]
+
+    @property
+    def contract_allowed(self) -> bool:
+        return self.verdict.allowed
+
+    def check_code(self) -> int:
+        if self.branches[EXPAND].pending:
+            return CHECK_EXPAND_PENDING
+        if self.data_pending:
+            return CHECK_DATA_PENDING
+        if self.branches[CONTRACT].pending:
+            return CHECK_CONTRACT_ALLOWED if self.contract_allowed else CHECK_DATA_PENDING
+        return CHECK_NOTHING_TO_DO
+
+
+def project_registry(project: Project) -> Any:
+    from .data.command import project_registry as _registry
+
+    return _registry(project)
+
+
+def release_mapping(project: Project) -> Any:
+    if not project.settings.release_mapping:
+        return None
+    from .data.discovery import load_release_mapping
+
+    return load_release_mapping(project.settings.release_mapping)
+
+
+def assess(project: Project, connection: Connection) -> UpgradeState:
+    """Everything ``status`` and ``check`` report, read in one go."""
+    from .data.runner import pending_migrations
+
+    script = project.script
+    registry = project_registry(project)
+    heads = current_heads(connection)
+    state = UpgradeState(heads=heads, branches=branch_statuses(script, heads))
+    state.data_migrations = pending_migrations(connection, registry)
+    contract_pending = [script.get_revision(r) for r in state.branches[CONTRACT].pending]
+    state.verdict = gate.evaluate(connection, script, contract_pending, heads, registry)
+    if state.branches[EXPAND].pending:
+        mapping = release_mapping(project)
+        if mapping is not None:
+            from .data.versions import check_object_versions
+
+            state.object_versions = check_object_versions(connection, mapping)
+    if connection.in_transaction():
+        connection.rollback()  # reads only
+    return state

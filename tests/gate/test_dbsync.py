@@ -1,0 +1,176 @@
+"""dbsync check / status, lock timeouts against a real lock holder, and schema compatibility."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+import time
+
+import pytest
+import sqlalchemy as sa
+
+from migrations_policy import SchemaIncompatible, assert_schema_compatible
+from migrations_policy import commands
+
+from .conftest import ORPHANS, ROWS
+
+
+def test_check_exit_code_for_each_state(app, capsys):
+    assert app.dbsync("check") == 3            # release 1: expand pending
+    assert app.dbsync("upgrade", "--expand") == 0
+    assert app.dbsync("check") == 4            # data migrations pending
+    assert app.dbsync("online_data_migrations") == 0
+    assert app.dbsync("check") == 5            # contract pending and allowed
+    assert app.dbsync("upgrade", "--contract") == 0
+    assert app.dbsync("check") == 0            # nothing to do
+    out = capsys.readouterr().out
+    assert "nothing to do" in out.splitlines()[-1]
+
+
+def test_check_unreachable_database_is_exit_2(app, capsys):
+    from migrations_policy import cli
+
+    url = "postgresql+psycopg://ops:pa55word@127.0.0.1:1/inventory"
+    assert cli.dbsync_main(["-c", str(app.ini), "--url", url, "check"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "pa55word" not in err[0] and err[0].startswith("dbsync: error: cannot connect")
+
+
+@pytest.fixture
+def status_json(expanded, capsys):
+    from migrations_policy import cli
+
+    def read() -> dict:
+        capsys.readouterr()
+        assert cli.dbsync_main(["-c", str(expanded.ini), "--url", expanded.url_text, "--format", "json",
+                                "status"]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    return read
+
+
+def test_status_json_shape_and_values(expanded, status_json):
+    data = status_json()
+    assert data["expand"] == {"current": ["r2_meta_display_name_version"],
+                              "head": "r2_meta_display_name_version", "pending": []}
+    assert data["contract"]["pending"] == ["contract_root", "r3_drop_extra_name"]
+    assert data["contract"]["head"] == "r3_drop_extra_name"
+    remaining = {m["name"]: m["remaining"] for m in data["data_migrations"]}
+    assert remaining["nodes_extra_to_meta"] == ROWS
+    assert remaining["port_node_orphans"] == ORPHANS
+    assert {m["state"] for m in data["data_migrations"]} <= {"never run"}
+    assert data["contract_allowed"] is False
+
+    assert expanded.dbsync("online_data_migrations") == 0
+    data = status_json()
+    assert all(m["remaining"] == 0 for m in data["data_migrations"])
+    assert data["contract_allowed"] is True
+
+
+# -- lock timeouts -----------------------------------------------------------------
+def _hold_lock_on_nodes(engine, seconds: float) -> threading.Thread:
+    """A long transaction that read ``nodes`` and keeps its lock for *seconds*."""
+    ready = threading.Event()
+
+    def hold():
+        with engine.connect() as conn:
+            conn.execute(sa.text("SELECT count(*) FROM nodes")).scalar()  # takes the shared lock
+            ready.set()
+            time.sleep(seconds)
+            conn.rollback()
+
+    thread = threading.Thread(target=hold, daemon=True)
+    thread.start()
+    assert ready.wait(10)
+    return thread
+
+
+@pytest.mark.parametrize("backend", ["postgresql", "mysql"], indirect=True)
+def test_expand_waits_at_most_lock_timeout_then_retries(app):
+    """lock_timeout = 1 s (set by the fixture): the ALTER gives up, backs off, retries, succeeds."""
+    holder = _hold_lock_on_nodes(app.engine, 2.5)
+    project = app.project()
+    try:
+        result = commands.upgrade(project, phases=("expand",))
+    finally:
+        project.dispose()
+        holder.join()
+    assert result.after == ["r2_meta_display_name_version"]
+    assert result.lock_timeouts >= 1
+    assert "meta" in app.columns("nodes")
+
+
+@pytest.mark.parametrize("backend", ["postgresql", "mysql"], indirect=True)
+def test_expand_gives_up_after_the_retries(app, capsys):
+    from ..helpers import set_ini_option
+
+    set_ini_option(app.ini, "migrations_policy", "lock_retries", "1")
+    holder = _hold_lock_on_nodes(app.engine, 8)
+    try:
+        code = app.dbsync("upgrade", "--expand")
+    finally:
+        holder.join()
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "gave up waiting for a lock after every retry" in err
+    assert app.heads() == ["r1_inventory"]
+
+
+@pytest.mark.parametrize("backend", ["postgresql", "mysql"], indirect=True)
+def test_readers_are_not_queued_behind_a_waiting_alter(app):
+    """While our ALTER waits for the holder, a plain reader still gets through within ~lock_timeout."""
+    holder = _hold_lock_on_nodes(app.engine, 3)
+    project = app.project()
+    upgrade = threading.Thread(target=lambda: commands.upgrade(project, phases=("expand",)), daemon=True)
+    upgrade.start()
+    time.sleep(0.3)  # the ALTER is now waiting for the lock
+    reader = sa.create_engine(app.url)
+    started = time.monotonic()
+    with reader.connect() as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM nodes")).scalar() == ROWS
+    waited = time.monotonic() - started
+    reader.dispose()
+    holder.join()
+    upgrade.join(60)
+    project.dispose()
+    # Without lock_timeout the reader would wait for the holder (3 s); bounded by lock_timeout (1 s) + slack.
+    assert waited < 2.0, f"reader blocked {waited:.2f} s behind the ALTER"
+
+
+# -- schema compatibility ----------------------------------------------------------
+def _code_of_release(app, tmp_path, keep_contract: bool, keep_r2: bool = True):
+    """The example's scripts as an older release shipped them."""
+    script_dir = tmp_path / "older_code"
+    shutil.copytree(app.ini.parent / "migrations", script_dir)
+    if not keep_contract:
+        (script_dir / "versions" / "contract" / "0003_r3_drop_extra_name.py").unlink()
+    if not keep_r2:
+        (script_dir / "versions" / "expand" / "0002_r2_meta_display_name_version.py").unlink()
+        (script_dir / "versions" / "contract" / "0003_r3_drop_extra_name.py").unlink(missing_ok=True)
+    ini = tmp_path / "older.ini"
+    ini.write_text(f"[alembic]\nscript_location = {script_dir}\n"
+                   f"version_locations = {script_dir}/versions/expand {script_dir}/versions/contract\n"
+                   "path_separator = space\n")
+    return ini
+
+
+def test_new_code_refuses_a_schema_without_its_expand(app):
+    with pytest.raises(SchemaIncompatible, match="lacks expand revision.*r2_meta_display_name_version"):
+        assert_schema_compatible(app.engine, app.ini)
+    assert app.dbsync("upgrade", "--expand") == 0
+    assert_schema_compatible(app.engine, app.ini)  # release-2 code may start now
+
+
+def test_old_code_runs_on_an_expanded_schema(expanded, tmp_path):
+    release1_code = _code_of_release(expanded, tmp_path, keep_contract=False, keep_r2=False)
+    assert_schema_compatible(expanded.engine, release1_code)  # unknown revision recorded as expand
+
+
+def test_old_code_refuses_a_contracted_schema(expanded, tmp_path):
+    release2_code = _code_of_release(expanded, tmp_path, keep_contract=False)
+    assert_schema_compatible(expanded.engine, release2_code)
+    assert expanded.dbsync("online_data_migrations") == 0
+    assert expanded.dbsync("upgrade", "--contract") == 0
+    with pytest.raises(SchemaIncompatible, match="r3_drop_extra_name this code does not know"):
+        assert_schema_compatible(expanded.engine, release2_code)

@@ -1,0 +1,156 @@
+"""The contract gate on SQLite, PostgreSQL and MariaDB: refused while data is pending,
+nothing half-applied, allowed once complete, --force recorded, plain alembic gated too."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+import sqlalchemy as sa
+from alembic.util import CommandError
+
+from migrations_policy.gate import GateRefused
+
+from .conftest import ORPHANS, ROWS
+
+CONTRACT_HEAD = "r3_drop_extra_name"
+EXPAND_HEAD = "r2_meta_display_name_version"
+
+
+def _assert_nothing_contracted(app):
+    assert {"extra", "name"} <= app.columns("nodes")
+    assert CONTRACT_HEAD not in app.heads()
+
+
+def test_contract_refused_with_pending_migrations(expanded, capsys):
+    capsys.readouterr()
+    assert expanded.dbsync("upgrade", "--contract") == 4
+    err = capsys.readouterr().err
+    assert err.startswith("dbsync: error: contract refused: 3 data migration(s) not complete")
+    assert f"nodes_extra_to_meta: {ROWS:,} rows remaining" in err
+    assert f"nodes_name_to_display_name: {ROWS:,} rows remaining" in err
+    assert f"port_node_orphans: {ORPHANS} rows remaining" in err
+    assert f"dbsync -c {expanded.ini} online_data_migrations" in err
+    assert "Traceback" not in err
+    _assert_nothing_contracted(expanded)
+
+
+def test_contract_allowed_once_migrations_complete(expanded, capsys):
+    assert expanded.dbsync("online_data_migrations") == 0
+    assert expanded.dbsync("upgrade", "--contract") == 0
+    assert "extra" not in expanded.columns("nodes") and "name" not in expanded.columns("nodes")
+    assert CONTRACT_HEAD in expanded.heads()
+
+
+def test_partial_data_migration_still_refused(expanded, capsys):
+    assert expanded.dbsync("online_data_migrations", "--migration", "nodes_extra_to_meta") == 0
+    capsys.readouterr()
+    assert expanded.dbsync("upgrade", "--contract") == 4
+    err = capsys.readouterr().err
+    assert "nodes_extra_to_meta" not in err  # complete now
+    assert "nodes_name_to_display_name" in err and "port_node_orphans" in err
+    _assert_nothing_contracted(expanded)
+
+
+def test_rows_dirtied_again_by_old_code_close_the_gate(expanded, capsys):
+    assert expanded.dbsync("online_data_migrations") == 0
+    with expanded.engine.begin() as conn:  # release-1 code writes a node the old way
+        conn.execute(sa.text("INSERT INTO nodes (id, uuid, name, extra) VALUES (:i, :u, 'late', '{}')"),
+                     {"i": ROWS + 1, "u": "late-node"})
+    capsys.readouterr()
+    assert expanded.dbsync("upgrade", "--contract") == 4
+    assert "nodes_extra_to_meta: 1 row remaining" in capsys.readouterr().err
+    _assert_nothing_contracted(expanded)
+
+
+def test_plain_alembic_upgrade_heads_is_gated(expanded):
+    with pytest.raises(GateRefused) as exc:
+        expanded.alembic_upgrade("heads")
+    assert isinstance(exc.value, CommandError)  # alembic's CLI prints it as "FAILED: ..."
+    assert "port_node_orphans" in str(exc.value)
+    _assert_nothing_contracted(expanded)
+
+
+def test_plain_alembic_from_release1_refuses_expand_and_contract_in_one_run(app):
+    """alembic upgrade heads at release 1 would run expand and contract back to back: refused."""
+    with pytest.raises(GateRefused, match="needs expand revision r2_meta_display_name_version"):
+        app.alembic_upgrade("heads")
+    assert app.heads() == ["r1_inventory"]
+    assert "meta" not in app.columns("nodes")  # not even the expand part ran
+
+
+def test_fresh_database_bootstraps_in_one_run(tmp_path, db_url):
+    from ..helpers import copy_example, forget_example_modules
+    from .conftest import App
+
+    forget_example_modules()
+    app = App(copy_example(tmp_path), db_url)
+    app.alembic_upgrade("heads")
+    assert app.heads() == [CONTRACT_HEAD]
+    app.engine.dispose()
+
+
+def test_no_flag_upgrade_stops_after_expand_with_exit_4(app, capsys):
+    assert app.dbsync("upgrade") == 4
+    out = capsys.readouterr().out
+    assert "expand applied; contract refused" in out
+    assert EXPAND_HEAD in app.heads()
+    _assert_nothing_contracted(app)
+
+
+def test_force_is_recorded_in_the_ledger(expanded, capsys):
+    # Orphans cleaned (PostgreSQL validates the foreign key in this contract); the copies are not.
+    assert expanded.dbsync("online_data_migrations", "--migration", "port_node_orphans") == 0
+    code = expanded.dbsync("upgrade", "--contract", "--force", "--reason", "hotfix INC-42")
+    assert code == 0
+    assert "contract gate FORCED by" in capsys.readouterr().err
+    assert CONTRACT_HEAD in expanded.heads()
+    with expanded.engine.connect() as conn:
+        rows = conn.execute(sa.text(
+            "SELECT name, forced_by, forced_reason, forced_remaining, forced_at "
+            "FROM migrations_policy_data_migrations WHERE forced_at IS NOT NULL ORDER BY name")).all()
+    assert [r.name for r in rows] == ["nodes_extra_to_meta", "nodes_name_to_display_name"]
+    assert {r.forced_reason for r in rows} == {"hotfix INC-42"}
+    assert all("@" in r.forced_by for r in rows)
+    assert [r.forced_remaining for r in rows] == [ROWS, ROWS]
+
+
+def test_forced_contract_failing_midway_leaves_nothing_applied_on_postgresql(expanded, backend, capsys):
+    """With orphans left, PostgreSQL's VALIDATE fails: the revision's transaction is rolled back whole."""
+    if backend != "postgresql":
+        pytest.skip("transactional DDL: PostgreSQL only (MariaDB does not validate NOT VALID-style FKs)")
+    assert expanded.dbsync("upgrade", "--contract", "--force") == 2
+    assert "violates foreign key constraint" in capsys.readouterr().err
+    _assert_nothing_contracted(expanded)
+
+
+def test_reason_without_force_is_a_usage_error(expanded, capsys):
+    assert expanded.dbsync("upgrade", "--contract", "--reason", "x") == 2
+    assert "--reason goes with --force" in capsys.readouterr().err
+
+
+def test_alembic_cli_prints_failed_and_exits_nonzero(expanded, backend):
+    if backend != "sqlite":
+        pytest.skip("the alembic CLI reads sqlalchemy.url from the ini: exercised on the SQLite copy")
+    from ..helpers import set_ini_option
+
+    set_ini_option(expanded.ini, "alembic", "sqlalchemy.url", expanded.url_text)
+    proc = subprocess.run(["alembic", "-c", str(expanded.ini), "upgrade", "heads"], capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert "FAILED: contract refused" in proc.stdout + proc.stderr
+    _assert_nothing_contracted(expanded)
+
+
+def test_offline_sql_states_requirements_and_warns(expanded, capsys, backend):
+    from alembic import command as alembic_command
+
+    if backend == "sqlite":
+        pytest.skip("the example's batch drop on SQLite needs a live database to reflect (alembic)")
+
+    project = expanded.project()
+    alembic_command.upgrade(project.alembic_config, f"{EXPAND_HEAD}:{CONTRACT_HEAD}", sql=True)
+    captured = capsys.readouterr()
+    assert "-- migrations_policy: contract revision r3_drop_extra_name requires data migrations " \
+           "nodes_extra_to_meta, nodes_name_to_display_name, port_node_orphans" in captured.out
+    assert "NOT CHECKED" in captured.out
+    assert "could not check the contract gate in offline (--sql) mode" in captured.err
