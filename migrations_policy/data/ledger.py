@@ -114,10 +114,18 @@ def record_start(connection: Connection, name: str) -> None:
                 last_error=None)
 
 
-def record_batch(connection: Connection, name: str, migrated: int, stuck: int, last_key: Any) -> None:
+def as_key_text(key: Any) -> str | None:
+    return None if key is None else str(key)[:255]
+
+
+def record_batch(connection: Connection, name: str, migrated: int, stuck: int, key: Any) -> None:
     """Inside the batch's transaction: what the batch did (atomic with the batch itself)."""
     _update(connection, name, rows_migrated=ledger.c.rows_migrated + migrated,
-            rows_stuck=ledger.c.rows_stuck + stuck, last_key=None if last_key is None else str(last_key)[:255])
+            rows_stuck=ledger.c.rows_stuck + stuck, last_key=as_key_text(key))
+
+
+def last_key(connection: Connection, name: str) -> str | None:
+    return connection.execute(sa.select(ledger.c.last_key).where(ledger.c.name == name)).scalar()
 
 
 def record_finish(connection: Connection, name: str, state: str, error: str | None = None) -> None:

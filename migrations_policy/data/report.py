@@ -26,7 +26,6 @@ class MigrationReport:
     error: str | None = None
     state: str = ledger.NEVER_RUN
     longest_batch_seconds: float = 0.0
-    seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -34,7 +33,6 @@ class MigrationReport:
             "remaining_before": self.remaining_before, "migrated": self.migrated, "stuck": self.stuck,
             "remaining_after": self.remaining_after, "errors": self.errors, "error": self.error,
             "batches": self.batches, "longest_batch_seconds": round(self.longest_batch_seconds, 4),
-            "seconds": round(self.seconds, 3),
         }
 
 

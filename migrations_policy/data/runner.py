@@ -97,6 +97,7 @@ class _Walk:
         self.finished = False
         self.cursor: Any = None
         self.high: Any = None
+        self.ledger_key: str | None = None  # the ledger's last_key as this runner last saw or wrote it
 
     def fail(self, exc: BaseException) -> None:
         self.report.errors += 1
@@ -117,6 +118,7 @@ class _Walk:
             key = m.key_column
             count, low, high = conn.execute(
                 sa.select(sa.func.count(), sa.func.min(key), sa.func.max(key)).where(m.pending)).one()
+            self.ledger_key = ledger.last_key(conn, m.name)
             conn.rollback()
             ledger.record_start(conn, m.name)
         report.remaining_before = int(count)
@@ -141,6 +143,7 @@ class _Walk:
         try:
             with locks.batch_connection(engine) as conn:
                 with locks.batch_transaction(conn, self.migration.name):
+                    self._follow_other_runner(conn)
                     batch = self._next_batch(conn, width)
                     if batch is None:
                         self.finished = True
@@ -151,7 +154,7 @@ class _Walk:
             self.fail(exc)
             return 0
         seconds = time.perf_counter() - started
-        self.cursor = batch.upper
+        self.cursor, self.ledger_key = batch.upper, ledger.as_key_text(batch.upper)
         report = self.report
         report.batches += 1
         report.migrated += migrated
@@ -160,6 +163,19 @@ class _Walk:
         if self.run.sleep:
             time.sleep(self.run.sleep)
         return processed
+
+    def _follow_other_runner(self, conn: Connection) -> None:
+        """Under the lock: if another runner advanced this migration meanwhile, skip what it did.
+
+        Skipping never loses a row: anything still pending behind the cursor is
+        in the live remaining count (and the exit code says to run again).
+        """
+        current = ledger.last_key(conn, self.migration.name)
+        if current == self.ledger_key or self.report.strategy != "range":
+            return
+        self.ledger_key = current
+        if current is not None and current.lstrip("-").isdigit() and int(current) > self.cursor:
+            self.cursor = int(current)
 
     def _next_batch(self, conn: Connection, width: int) -> Batch | None:
         m = self.migration
