@@ -9,6 +9,7 @@ is how dbsync applies its own session settings (lock timeouts) to every DDL.
 from __future__ import annotations
 
 import os
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -37,6 +38,11 @@ class Project:
         self.alembic_ini = path
         self.alembic_config = AlembicConfig(str(path))
         self.settings: Settings = load_settings(path.parent, alembic_ini=path)
+        # Like alembic's own commands: the project's code (prepend_sys_path) becomes importable,
+        # for its data migrations and release mapping.
+        for entry in reversed(self.alembic_config.get_prepend_sys_paths_list()):
+            if entry not in sys.path:
+                sys.path.insert(0, entry)
         self._url_override = url
         if url:
             # Plain alembic commands run on this config must see the same database.
