@@ -1,0 +1,235 @@
+"""Operations the autogenerate split emits beyond alembic's own, and how they render.
+
+Each class wraps stock alembic ops and renders them as the online form of the
+change, branching on ``op.get_context().dialect.name`` so one script is right
+on PostgreSQL, MySQL/MariaDB and SQLite:
+
+* ``OnlineCreateIndex`` / ``OnlineDropIndex``: ``CONCURRENTLY`` inside an
+  autocommit block on PostgreSQL, plain elsewhere (MariaDB builds indexes online);
+* ``NotValidForeignKey``: ``NOT VALID`` on PostgreSQL; ``foreign_key_checks=0``
+  on MySQL (a checked ADD FOREIGN KEY copies the table); none on SQLite (no ALTER
+  TABLE ADD CONSTRAINT there); existing rows are checked by a data migration;
+* ``NotNullCheck``: ``CHECK (col IS NOT NULL) NOT VALID`` on PostgreSQL only;
+* ``ValidateConstraint``: ``VALIDATE CONSTRAINT`` on PostgreSQL (in contract);
+* ``Batch``: ops inside ``op.batch_alter_table`` (SQLite rebuilds, others ALTER);
+* ``Note``: comment lines telling the developer what to fill in.
+
+Every op has ``reverse()`` so the downgrade of each script is generated too.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from alembic.autogenerate import renderers
+from alembic.autogenerate.render import render_op
+from alembic.operations import ops
+from sqlalchemy.dialects import postgresql
+
+_PG = 'if op.get_context().dialect.name == "postgresql":'
+_MYSQL = 'if op.get_context().dialect.name == "mysql":'
+_NOT_PG = 'if op.get_context().dialect.name != "postgresql":'
+END = ""  # a blank line closes one indentation level (mako's PythonPrinter)
+DEDENT = None  # closes one level without a blank line ("else:" / "elif" close one themselves)
+
+
+def _render(autogen_context, op: ops.MigrateOperation) -> list[str]:
+    return render_op(autogen_context, op)
+
+
+def _with_kw(op: ops.MigrateOperation, **kw) -> ops.MigrateOperation:
+    """A shallow copy of *op* with extra dialect keyword arguments."""
+    clone = object.__new__(type(op))
+    clone.__dict__.update(op.__dict__)
+    clone.kw = {**getattr(op, "kw", {}), **kw}
+    return clone
+
+
+class PolicyOp(ops.MigrateOperation):
+    """Base class: ``phase_kind`` names the knowledge-base kind of what is emitted."""
+
+    def reverse(self) -> ops.MigrateOperation | None:
+        return None
+
+    def to_diff_tuple(self):
+        return ()
+
+
+class Note(PolicyOp):
+    def __init__(self, text: str):
+        self.text = text
+
+
+class OnlineCreateIndex(PolicyOp):
+    def __init__(self, create: ops.CreateIndexOp):
+        self.create = create
+
+    def reverse(self):
+        return OnlineDropIndex(self.create.reverse())
+
+
+class OnlineDropIndex(PolicyOp):
+    def __init__(self, drop: ops.DropIndexOp):
+        self.drop = drop
+
+    def reverse(self):
+        return OnlineCreateIndex(self.drop.reverse())
+
+
+class NotValidForeignKey(PolicyOp):
+    def __init__(self, create: ops.CreateForeignKeyOp, data_migration: str):
+        self.create = create
+        self.data_migration = data_migration
+
+    def reverse(self):
+        return DropForeignKeyWhereAdded(self.create.constraint_name, self.create.source_table)
+
+
+class SqliteRebuildForeignKey(PolicyOp):
+    """Contract, SQLite only: add the foreign key by rebuilding the table (batch "move and copy")."""
+
+    def __init__(self, create: ops.CreateForeignKeyOp):
+        self.create = create
+
+    def reverse(self):
+        return SqliteDropForeignKey(self.create)
+
+
+class SqliteDropForeignKey(SqliteRebuildForeignKey):
+    def reverse(self):
+        return SqliteRebuildForeignKey(self.create)
+
+
+class DropForeignKeyWhereAdded(PolicyOp):
+    """Downgrade of ``NotValidForeignKey``: the constraint exists on PostgreSQL and MySQL only."""
+
+    def __init__(self, name: str, table: str):
+        self.name, self.table = name, table
+
+
+class NotNullCheck(PolicyOp):
+    def __init__(self, table: str, column: str, name: str):
+        self.table, self.column, self.name = table, column, name
+
+    def reverse(self):
+        return DropNotNullCheck(self.table, self.column, self.name)
+
+
+class DropNotNullCheck(NotNullCheck):
+    def reverse(self):
+        return NotNullCheck(self.table, self.column, self.name)
+
+
+class ValidateConstraint(PolicyOp):
+    def __init__(self, table: str, name: str):
+        self.table, self.name = table, name
+
+
+class Batch(PolicyOp):
+    def __init__(self, table: str, operations: Sequence[ops.MigrateOperation], schema: str | None = None):
+        self.table, self.operations, self.schema = table, list(operations), schema
+
+    def reverse(self):
+        return Batch(self.table, [o.reverse() for o in reversed(self.operations)], self.schema)
+
+
+def quote_pg(name: str) -> str:
+    return postgresql.dialect().identifier_preparer.quote(name)
+
+
+# -- renderers ------------------------------------------------------------------
+@renderers.dispatch_for(Note)
+def _note(autogen_context, op: Note) -> list[str]:
+    return [f"# {line}".rstrip() for line in op.text.splitlines()]
+
+
+@renderers.dispatch_for(OnlineCreateIndex)
+def _online_create_index(autogen_context, op: OnlineCreateIndex) -> list[str]:
+    return [
+        _PG,
+        "with op.get_context().autocommit_block():",
+        *_render(autogen_context, _with_kw(op.create, postgresql_concurrently=True)),
+        DEDENT,
+        "else:",
+        *_render(autogen_context, op.create),
+        END,
+    ]
+
+
+@renderers.dispatch_for(OnlineDropIndex)
+def _online_drop_index(autogen_context, op: OnlineDropIndex) -> list[str]:
+    return [
+        _PG,
+        "with op.get_context().autocommit_block():",
+        *_render(autogen_context, _with_kw(op.drop, postgresql_concurrently=True)),
+        DEDENT,
+        "else:",
+        *_render(autogen_context, op.drop),
+        END,
+    ]
+
+
+@renderers.dispatch_for(NotValidForeignKey)
+def _not_valid_fk(autogen_context, op: NotValidForeignKey) -> list[str]:
+    return [
+        f"# Existing rows are not checked here: the {op.data_migration!r} data migration",
+        "# finds them, and contract validates the constraint (SQLite: contract adds it, as",
+        "# SQLite can add a constraint to an existing table only by rebuilding the table).",
+        _PG,
+        *_render(autogen_context, _with_kw(op.create, postgresql_not_valid=True)),
+        "elif op.get_context().dialect.name == \"mysql\":",
+        "# with checks on, MySQL/MariaDB copy the whole table to add the key",
+        'op.execute("SET foreign_key_checks = 0")',
+        f"# migrations-policy: ignore[MP142] orphans checked by data migration {op.data_migration}",
+        *_render(autogen_context, op.create),
+        'op.execute("SET foreign_key_checks = 1")',
+        END,
+    ]
+
+
+@renderers.dispatch_for(SqliteRebuildForeignKey)
+def _sqlite_rebuild_fk(autogen_context, op: SqliteRebuildForeignKey) -> list[str]:
+    create = op.create
+    inner = (ops.DropConstraintOp(create.constraint_name, create.source_table, type_="foreignkey")
+             if isinstance(op, SqliteDropForeignKey) else create)
+    return [
+        'if op.get_context().dialect.name == "sqlite":',
+        "# SQLite adds or drops a constraint only by rebuilding the table (under its write lock)",
+        *_batch(autogen_context, Batch(create.source_table, [inner], create.kw.get("source_schema"))),
+        END,
+    ]
+
+
+@renderers.dispatch_for(DropForeignKeyWhereAdded)
+def _drop_fk_where_added(autogen_context, op: DropForeignKeyWhereAdded) -> list[str]:
+    return [
+        'if op.get_context().dialect.name in ("postgresql", "mysql"):',
+        f"op.drop_constraint({op.name!r}, {op.table!r}, type_='foreignkey')",
+        END,
+    ]
+
+
+@renderers.dispatch_for(NotNullCheck)
+def _not_null_check(autogen_context, op: NotNullCheck) -> list[str]:
+    if isinstance(op, DropNotNullCheck):
+        body = f"op.drop_constraint({op.name!r}, {op.table!r}, type_='check')"
+    else:
+        body = (f"op.create_check_constraint({op.name!r}, {op.table!r}, "
+                f"sa.column({op.column!r}).is_not(None), postgresql_not_valid=True)")
+    return [_PG, body, END]
+
+
+@renderers.dispatch_for(ValidateConstraint)
+def _validate(autogen_context, op: ValidateConstraint) -> list[str]:
+    sql = f"ALTER TABLE {quote_pg(op.table)} VALIDATE CONSTRAINT {quote_pg(op.name)}"
+    return [_PG, f"op.execute(sa.text({sql!r}))", END]
+
+
+@renderers.dispatch_for(Batch)
+def _batch(autogen_context, op: Batch) -> list[str]:
+    lines = [f"with op.batch_alter_table({op.table!r}, schema={op.schema!r}) as batch_op:"]
+    with autogen_context._within_batch():
+        for inner in op.operations:
+            lines.extend(_render(autogen_context, inner))
+    lines.append(END)
+    return lines

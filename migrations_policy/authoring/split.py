@@ -1,0 +1,328 @@
+"""The autogenerate split: one ``alembic revision --autogenerate -m MSG`` → an expand
+script and a contract script (``process_revision_directives``).
+
+Each op autogenerate found is described to the knowledge base
+(``classify.describe`` → ``policy.phase_of``) and placed:
+
+* expand: new tables, nullable columns (a NOT NULL column without a server
+  default is added nullable, backfilled, and made NOT NULL in contract), indexes
+  (``CONCURRENTLY`` on PostgreSQL), foreign keys on existing tables (``NOT
+  VALID`` on PostgreSQL, validated in contract, orphans found by a data migration),
+  defaults, comments, dropping NOT NULL;
+* contract: drops, SET NOT NULL (after a ``NOT VALID`` check on PostgreSQL in
+  expand), other constraints on existing tables;
+* multi-step (type change, rename): expand adds the new column, a data migration
+  copies, contract drops the old column.
+
+Data migrations go to a stub module (``stubs``); the contract script lists them
+in ``requires_data_migrations`` for the gate.  An empty phase writes no file.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from alembic import command as alembic_command
+from alembic.operations import ops
+from alembic.util import rev_id as new_rev_id
+
+from ..policy import model as m
+from . import classify, render, stubs
+from .render import Batch, Note
+
+EXPAND, CONTRACT = "expand", "contract"
+
+
+@dataclass
+class Plan:
+    expand: list[ops.MigrateOperation] = field(default_factory=list)
+    contract: list[ops.MigrateOperation] = field(default_factory=list)
+    contract_tail: list[ops.MigrateOperation] = field(default_factory=list)  # table drops, last
+    stubs: list[stubs.Stub] = field(default_factory=list)
+
+    def is_empty(self) -> bool:
+        return not (self.expand or self.contract or self.contract_tail)
+
+
+@dataclass
+class _TableWork:
+    """Contract work on one existing table, emitted in a safe order."""
+
+    validate: list = field(default_factory=list)
+    drop_constraints: list = field(default_factory=list)
+    drop_indexes: list = field(default_factory=list)
+    alters: list = field(default_factory=list)  # alter / drop column, inside batch_alter_table
+    after: list = field(default_factory=list)
+
+    def operations(self, table: str, schema: str | None) -> list:
+        out = list(self.validate)
+        if self.drop_constraints:
+            out.append(Batch(table, self.drop_constraints, schema))
+        out.extend(self.drop_indexes)
+        if self.alters:
+            out.append(Batch(table, self.alters, schema))
+        return out + self.after
+
+
+class Planner:
+    """Sorts the ops of one autogenerate run into a ``Plan``."""
+
+    def __init__(self, metadata: Any = None):
+        self.plan = Plan()
+        self.new_tables: set[str] = set()
+        self.metadata = metadata
+
+    # -- entry ------------------------------------------------------------
+    def run(self, upgrade_ops: ops.UpgradeOps) -> Plan:
+        for op in upgrade_ops.ops:
+            if isinstance(op, ops.CreateTableOp):
+                self.new_tables.add(op.table_name)
+        for op in upgrade_ops.ops:
+            if isinstance(op, ops.ModifyTableOps):
+                self._table(op)
+            elif isinstance(op, ops.DropTableOp):
+                self.plan.contract_tail.append(op)
+            else:
+                self._place(op, classify.describe(op), None)
+        return self.plan
+
+    # -- helpers ------------------------------------------------------------
+    def _place(self, op, operation: m.Operation, work: _TableWork | None) -> None:
+        phase = classify.phase(operation)
+        if phase in (m.EXPAND, m.ANY):
+            self.plan.expand.append(op)
+        elif work is not None:
+            work.alters.append(op)
+        else:
+            self.plan.contract.append(op)
+
+    def _key_of(self, table: str) -> str:
+        found = self.metadata.tables.get(table) if self.metadata is not None else None
+        if found is not None and len(found.primary_key.columns) == 1:
+            return next(iter(found.primary_key.columns)).name
+        return "id"
+
+    def _table(self, container: ops.ModifyTableOps) -> None:
+        table, schema = container.table_name, container.schema
+        new = table in self.new_tables
+        work = _TableWork()
+        added = [o for o in container.ops if isinstance(o, ops.AddColumnOp)]
+        dropped = [o for o in container.ops if isinstance(o, ops.DropColumnOp)]
+        for op in container.ops:
+            if isinstance(op, ops.AlterColumnOp):
+                for part in classify.single_aspects(op):
+                    self._alter(part, work)
+            elif isinstance(op, ops.AddColumnOp):
+                self._add_column(op, new, work)
+            elif isinstance(op, ops.DropColumnOp):
+                work.alters.append(op)
+            elif isinstance(op, ops.CreateIndexOp):
+                self.plan.expand.append(op if new else render.OnlineCreateIndex(op))
+            elif isinstance(op, ops.DropIndexOp):
+                work.drop_indexes.append(render.OnlineDropIndex(op))
+            elif isinstance(op, ops.CreateForeignKeyOp) and not new:
+                self._foreign_key(op, work)
+            elif isinstance(op, ops.DropConstraintOp):
+                work.drop_constraints.append(op)
+            else:
+                self._place(op, classify.describe(op, table=table, new_table=new), work)
+        if not new:
+            self._guess_renames(table, added, dropped)
+        self.plan.contract.extend(work.operations(table, schema))
+
+    # -- column changes -------------------------------------------------------
+    def _add_column(self, op: ops.AddColumnOp, new: bool, work: _TableWork) -> None:
+        column = op.column
+        if new or column.nullable or column.server_default is not None:
+            self.plan.expand.append(op)
+            return
+        # NOT NULL without a server default fails on a table with rows: add it
+        # nullable now, backfill, set NOT NULL in contract.
+        nullable = column._copy()
+        nullable.nullable = True
+        self.plan.expand.append(ops.AddColumnOp(op.table_name, nullable, schema=op.schema))
+        self._set_not_null(ops.AlterColumnOp(op.table_name, column.name, schema=op.schema, modify_nullable=False,
+                                             existing_type=column.type, existing_nullable=True), work)
+
+    def _alter(self, op: ops.AlterColumnOp, work: _TableWork) -> None:
+        operation = classify.describe(op)
+        if operation.kind == m.SET_NOT_NULL:
+            self._set_not_null(op, work)
+        elif classify.phase(operation) == m.MULTI_STEP:
+            self._replace_column(op, work)
+        elif classify.phase(operation) in (m.EXPAND, m.ANY):
+            self.plan.expand.append(Batch(op.table_name, [op], op.schema))
+        else:
+            work.alters.append(op)
+
+    def _set_not_null(self, op: ops.AlterColumnOp, work: _TableWork) -> None:
+        """Expand: a NOT VALID check (PostgreSQL); data: backfill NULLs; contract: SET NOT NULL."""
+        table, column = op.table_name, op.column_name
+        check = stubs.migration_name("ck", table, column, "not_null")[:63]
+        name = stubs.migration_name(table, column, "not_null")
+        self.plan.expand.append(Note(
+            f"{table}.{column} becomes NOT NULL in contract.  Until then new rows are\n"
+            f"checked on PostgreSQL (NOT VALID: existing rows are not scanned), and the\n"
+            f"{name!r} data migration fills existing NULLs: FILL IN its value."))
+        self.plan.expand.append(render.NotNullCheck(table, column, check))
+        self.plan.stubs.append(stubs.Stub(stubs.BACKFILL, name, table, self._key_of(table), column))
+        work.validate.append(render.ValidateConstraint(table, check))
+        work.alters.append(ops.AlterColumnOp(
+            table, column, schema=op.schema, modify_nullable=False, existing_type=op.existing_type,
+            existing_server_default=op.existing_server_default, existing_nullable=True))
+        work.after.append(_DropCheck(table, column, check))
+
+    def _replace_column(self, op: ops.AlterColumnOp, work: _TableWork) -> None:
+        """Type change or rename: new column in expand, copy, drop the old one in contract."""
+        table, old = op.table_name, op.column_name
+        if op.modify_name is not None:
+            new_name, new_type, what = op.modify_name, op.existing_type, "renamed"
+        else:
+            new_name, new_type, what = f"{old}_new", op.modify_type, "changes type"
+        name = stubs.migration_name(table, new_name, "from", old)
+        self.plan.expand.append(Note(
+            f"{table}.{old} {what}: a column cannot change while old code runs.  This adds\n"
+            f"{new_name!r} ({new_type!r}); FILL IN:\n"
+            f"  1. map the new column in your model (keep {old!r} mapped while the previous\n"
+            f"     release runs, and write both: see docs/authoring.rst, 'Resize or rename');\n"
+            f"     rename {new_name!r} here and in the data migration if you prefer another name;\n"
+            f"  2. review the {name!r} data migration that copies {old!r} into it.\n"
+            f"Contract drops {old!r}."))
+        self.plan.expand.append(ops.AddColumnOp(table, sa.Column(new_name, new_type, nullable=True),
+                                                schema=op.schema))
+        self.plan.stubs.append(stubs.Stub(stubs.COPY, name, table, self._key_of(table), new_name, source=old))
+        old_column = sa.Column(old, op.existing_type, nullable=bool(op.existing_nullable))
+        work.alters.append(ops.DropColumnOp.from_column_and_tablename(op.schema, table, old_column))
+
+    def _guess_renames(self, table: str, added: list, dropped: list) -> None:
+        """A dropped and an added column of the same kind of type may be a rename."""
+        free = list(added)
+        for drop in dropped:
+            old = drop.to_column()
+            for add in free:
+                if old.type._type_affinity is add.column.type._type_affinity:
+                    free.remove(add)
+                    name = stubs.migration_name(table, add.column.name, "from", old.name)
+                    self.plan.stubs.append(stubs.Stub(stubs.COPY, name, table, self._key_of(table),
+                                                      add.column.name, source=old.name, guessed=True))
+                    break
+
+    def _foreign_key(self, op: ops.CreateForeignKeyOp, work: _TableWork) -> None:
+        name = stubs.migration_name(op.source_table, op.constraint_name or "fk", "orphans")
+        self.plan.expand.append(render.NotValidForeignKey(op, name))
+        self.plan.stubs.append(stubs.Stub(
+            stubs.ORPHANS, name, op.source_table, self._key_of(op.source_table), op.local_cols[0],
+            parent_table=op.referent_table, parent_columns=list(op.remote_cols),
+            child_columns=list(op.local_cols)))
+        if op.constraint_name:
+            work.validate.append(render.ValidateConstraint(op.source_table, op.constraint_name))
+            work.after.append(render.SqliteRebuildForeignKey(op))
+
+
+class _DropCheck(render.DropNotNullCheck):
+    """Contract: the NOT NULL check is redundant once the column is NOT NULL."""
+
+
+# -- process_revision_directives ----------------------------------------------------
+def _is_check_command(context) -> bool:
+    """``alembic check`` runs this hook too and reads only the last script: leave it alone."""
+    cmd_opts = getattr(context.config, "cmd_opts", None) if context.config is not None else None
+    if cmd_opts is not None and hasattr(cmd_opts, "autogenerate"):
+        return not cmd_opts.autogenerate
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is alembic_command.check.__code__:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _branch_dir(script_directory, label: str) -> str:
+    head = script_directory.get_revision(f"{label}@head")
+    return str(Path(head.path).parent)
+
+
+def _is_autogenerate(context) -> bool:
+    revision_context = context.opts.get("revision_context")
+    if revision_context is not None:
+        return bool(revision_context.command_args.get("autogenerate"))
+    return bool(getattr(getattr(context.config, "cmd_opts", None), "autogenerate", False))
+
+
+def process_revision_directives(context, revision, directives) -> None:
+    """Split an autogenerated revision into expand and contract scripts."""
+    if not directives or not _is_autogenerate(context) or _is_check_command(context):
+        return  # a hand-written revision (the user chooses --head), or `alembic check`
+    script = directives[0]
+    if len(script.upgrade_ops_list) != 1:
+        return  # multiple databases: not supported, leave alembic's script
+    plan = Planner(context.opts.get("target_metadata")).run(script.upgrade_ops)
+    directives[:] = build_scripts(context, script, plan)
+    if not directives:
+        context.config.print_stdout("No schema changes detected; no revision written.")
+
+
+def build_scripts(context, script: ops.MigrationScript, plan: Plan) -> list[ops.MigrationScript]:
+    directory = context.script
+    labels = {label for rev in directory.walk_revisions() for label in (rev.branch_labels or ())}
+    if not {EXPAND, CONTRACT} <= labels:
+        raise alembic_util_error("no revisions labelled 'expand' and 'contract': run `migrations-policy init` "
+                                 "(or `init --adopt`) first")
+    contract_ops = plan.contract + plan.contract_tail
+    out = []
+    expand_id = script.rev_id
+    if plan.stubs:
+        _write_stubs(context, plan, expand_id, script.message)
+    if plan.expand:
+        out.append(_script(expand_id, plan.expand, script.message, EXPAND, _branch_dir(directory, EXPAND)))
+    if contract_ops:
+        contract_id = (f"{script.rev_id}_contract" if _explicit_rev_id(context) else new_rev_id()) \
+            if plan.expand else script.rev_id
+        depends = expand_id if plan.expand else directory.get_revision(f"{EXPAND}@head").revision
+        contract = _script(contract_id, contract_ops, script.message, CONTRACT, _branch_dir(directory, CONTRACT))
+        contract.depends_on = depends
+        if plan.stubs:
+            names = "".join(f"\n    {stub.name!r}," for stub in plan.stubs)
+            contract.imports.add(f"# The contract gate refuses this revision until these are complete.\n"
+                                 f"requires_data_migrations = ({names}\n)")
+        out.append(contract)
+    return out
+
+
+def _explicit_rev_id(context) -> bool:
+    return bool(getattr(getattr(context.config, "cmd_opts", None), "rev_id", None))
+
+
+def _script(rev_id: str, operations: list, message: str | None, phase: str, version_path: str) -> ops.MigrationScript:
+    downgrade = [r for r in (op.reverse() for op in reversed(operations)) if r is not None]
+    return ops.MigrationScript(
+        rev_id, ops.UpgradeOps(ops=list(operations)), ops.DowngradeOps(ops=downgrade),
+        message=message, imports=set(), head=f"{phase}@head", version_path=version_path,
+    )
+
+
+def _write_stubs(context, plan: Plan, revision: str, message: str | None) -> None:
+    from ..config import load_settings
+
+    config = context.config
+    ini = Path(config.config_file_name) if config.config_file_name else None
+    settings = load_settings(ini.parent if ini else ".", alembic_ini=ini)
+    directory, package = stubs.stub_directory(settings.data_migrations, Path(context.script.dir))
+    filename = stubs.module_filename(message, revision)
+    path = stubs.write_module(directory, filename, stubs.render_module(plan.stubs, revision, message or ""))
+    module = f"{package}.{path.stem}" if package else path.stem
+    config.print_stdout(f"  Generating {path} ... done (data migrations: review them, and add "
+                        f"{module} to the data_migrations setting)")
+    plan.expand.insert(0, Note(
+        f"Data migrations for this change: {module} ({path.name});\n"
+        f"review them, and list {module!r} in the data_migrations setting."))
+
+
+def alembic_util_error(message: str):
+    from alembic.util import CommandError
+
+    return CommandError(message)

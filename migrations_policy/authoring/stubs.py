@@ -1,0 +1,157 @@
+"""Data-migration stubs written by the autogenerate split, in the ``migrations_policy.data`` form.
+
+Three kinds, each a complete ``DataMigration`` the developer reviews:
+
+* ``copy``: a rename or type change; copies the old column into the new one
+  (``values={new: old}``), pending while the new one is NULL and the old one is not;
+* ``backfill``: a NOT NULL change; pending while the column IS NULL, with a
+  ``FILL_IN`` value left None until the developer sets one (the rows stay NULL,
+  the runner reports them as stuck, so an unfinished stub never passes the gate);
+* ``orphans``: a foreign key added to an existing table; rows pointing at no
+  parent row get the key set to NULL (or the developer deletes them instead).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import keyword
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+COPY, BACKFILL, ORPHANS = "copy", "backfill", "orphans"
+
+
+@dataclass
+class Stub:
+    kind: str
+    name: str
+    table: str
+    key: str
+    column: str  # the column written
+    source: str = ""  # copy: the column read
+    guessed: bool = False  # copy: a drop + add autogenerate cannot tell from a rename
+    parent_table: str = ""  # orphans
+    parent_columns: list[str] = field(default_factory=list)
+    child_columns: list[str] = field(default_factory=list)
+
+
+def migration_name(*parts: str) -> str:
+    """A valid data-migration name (``[a-z][a-z0-9_]*``, at most 100 characters)."""
+    text = re.sub(r"[^a-z0-9_]+", "_", "_".join(parts).lower()).strip("_")
+    if not text or not text[0].isalpha():
+        text = "m_" + text
+    return text[:100]
+
+
+def _ident(name: str) -> str:
+    text = re.sub(r"\W", "_", name)
+    if not text or text[0].isdigit() or keyword.iskeyword(text):
+        text = "t_" + text
+    return text
+
+
+def _tables(stub_list: list[Stub]) -> dict[str, list[str]]:
+    """Every table the stubs read or write, with the columns they use."""
+    tables: dict[str, list[str]] = {}
+    for stub in stub_list:
+        used = [stub.key, stub.source, stub.column, *stub.child_columns]
+        tables.setdefault(stub.table, []).extend(c for c in used if c)
+        if stub.parent_table:
+            tables.setdefault(stub.parent_table, []).extend(stub.parent_columns)
+    return {name: list(dict.fromkeys(columns)) for name, columns in tables.items()}
+
+
+def _table_clause(table: str, columns: list[str]) -> str:
+    cols = ", ".join(f"sa.column({c!r})" for c in columns)
+    return f"{_ident(table)} = sa.table({table!r}, {cols})"
+
+
+def _declaration(stub: Stub, pending: str, values: str) -> list[str]:
+    return [f"{stub.name} = DataMigration(", f"    {stub.name!r},", f"    table={_ident(stub.table)},",
+            f"    key={stub.key!r},", f"    pending={pending},", f"    values={values},", ")"]
+
+
+def render_stub(stub: Stub) -> str:
+    t = _ident(stub.table)
+    if stub.kind == COPY:
+        lines = [f"# {stub.table}.{stub.source} -> {stub.table}.{stub.column}: copy the old column into the new one.",
+                 "# CHECK the conversion (values may use any Core expression, e.g. sa.cast)."]
+        if stub.guessed:
+            lines += ["# GUESSED: autogenerate saw a dropped and an added column of a similar type.  If",
+                      f"# {stub.column!r} does not replace {stub.source!r}, delete this migration and its",
+                      "# name in requires_data_migrations of the contract script."]
+        return "\n".join(lines + _declaration(
+            stub, f"sa.and_({t}.c[{stub.column!r}].is_(None), {t}.c[{stub.source!r}].is_not(None))",
+            f"{{{stub.column!r}: {t}.c[{stub.source!r}]}}"))
+    if stub.kind == BACKFILL:
+        fill = f"FILL_IN_{_ident(stub.name).upper()}"
+        return "\n".join([
+            f"# {stub.table}.{stub.column} becomes NOT NULL in contract: give existing NULL rows a value.",
+            f"# FILL IN: a constant or a Core expression (e.g. {t}.c.other_column).  While it is None",
+            "# the rows stay NULL, the runner reports them as stuck and the contract gate refuses.",
+            f"{fill} = None",
+        ] + _declaration(stub, f"{t}.c[{stub.column!r}].is_(None)", f"{{{stub.column!r}: {fill}}}"))
+    parent = _ident(stub.parent_table)
+    lines = [f"# {stub.table}({', '.join(stub.child_columns)}) -> {stub.parent_table}: rows pointing at no parent row.",
+             "# The expand script added the foreign key without checking existing rows; contract",
+             "# validates it.  CHECK: this sets the key to NULL; delete the rows instead if that is right."]
+    if stub.parent_table == stub.table:
+        parent = f"{t}_parent"
+        lines.append(f"{parent} = {t}.alias('parent')")
+    match = ", ".join(f"{parent}.c[{p!r}] == {t}.c[{c!r}]" for c, p in zip(stub.child_columns, stub.parent_columns))
+    not_null = ", ".join(f"{t}.c[{c!r}].is_not(None)" for c in stub.child_columns)
+    return "\n".join(lines + _declaration(
+        stub, f"sa.and_({not_null}, ~sa.exists().where(sa.and_({match})))",
+        "{" + ", ".join(f"{c!r}: None" for c in stub.child_columns) + "}"))
+
+
+def render_module(stub_list: list[Stub], revision: str, message: str) -> str:
+    header = [
+        f'"""Online data migrations for revision {revision}: {message}.',
+        "",
+        "Generated by ``alembic revision --autogenerate`` (migrations_policy).  Review each",
+        "migration (CHECK / FILL IN comments); the contract script lists their names in",
+        "``requires_data_migrations``, and the gate refuses contract until they are complete.",
+        "The tables name only the columns the migrations use, not your models: a migration",
+        "must keep meaning the same thing after the models move on.",
+        '"""',
+        "",
+        "import sqlalchemy as sa",
+        "",
+        "from migrations_policy.data import DataMigration",
+        "",
+    ]
+    tables = [_table_clause(name, columns) for name, columns in _tables(stub_list).items()]
+    body = [render_stub(stub) for stub in stub_list]
+    return "\n".join(header + tables) + "\n\n\n" + "\n\n\n".join(body) + "\n"
+
+
+def stub_directory(settings_modules: list[str], script_location: Path) -> tuple[Path, str | None]:
+    """Where stubs go: next to the first configured ``data_migrations`` module (in its
+    package), else ``<script_location>/data_migrations``.  Returns the directory and the
+    dotted package name (None when unknown)."""
+    for module in settings_modules[:1]:
+        try:
+            spec = importlib.util.find_spec(module)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None or not spec.origin:
+            continue
+        if spec.submodule_search_locations:  # a package: stubs become its submodules
+            return Path(list(spec.submodule_search_locations)[0]), module
+        return Path(spec.origin).parent, module.rpartition(".")[0] or None
+    return script_location / "data_migrations", None
+
+
+def write_module(directory: Path, filename: str, text: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / filename
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def module_filename(message: str | None, revision: str) -> str:
+    slug = re.sub(r"\W+", "_", (message or "").lower()).strip("_")[:40]
+    name = f"{slug}_{revision}" if slug else f"revision_{revision}"
+    return _ident(name) + ".py"
