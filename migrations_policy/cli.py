@@ -33,7 +33,8 @@ from . import __version__, commands
 from ._urls import mask_text
 from .errors import PolicyError, UsageError
 from .project import DEFAULT_ALEMBIC_INI, Project
-from .revisions import CONTRACT, EXPAND
+from .config import DIALECTS
+from .revisions import CONTRACT, EXPAND, PHASES
 
 
 COMMON_EXIT_CODES = {
@@ -281,6 +282,50 @@ DBSYNC_COMMANDS.append(CommandSpec(
 ))
 
 
+# -- lint (migrations-policy lint, dbsync lint) ----------------------------------
+LINT_FORMATS = ("text", "json", "github", "sarif", "junit")
+LINT_EXIT_CODES = {0: "no error findings (warnings allowed)", 1: "at least one error finding",
+                   2: "usage error, or an input that cannot be read or loaded (reported as MP000)"}
+
+
+def _configure_lint(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="*", metavar="PATH",
+                        help="revision scripts or version directories (default: the 'paths' setting)")
+    parser.add_argument("--phase", choices=PHASES, help="phase of every script (default: from branch labels / directory)")
+    parser.add_argument("--dialect", action="append", choices=DIALECTS, dest="dialects",
+                        help="dialect to check against (repeatable; default: the 'dialects' setting, all three)")
+    parser.add_argument("--format", choices=LINT_FORMATS, default="text", help="output format (default: text)")
+    parser.add_argument("--config", metavar="FILE", help="extra settings file ([migrations_policy] ini or pyproject.toml)")
+    parser.add_argument("--url", help="scratch database: scripts that cannot run offline run there, rolled back")
+
+
+def _configure_dbsync_lint(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--phase", choices=PHASES, help="phase of every script (default: each script's branch)")
+    parser.add_argument("--dialect", action="append", choices=DIALECTS, dest="dialects",
+                        help="dialect to check against (repeatable; default: the 'dialects' setting)")
+
+
+_LINT_DESCRIPTION = ("Check migration scripts against the expand/contract policy, per dialect, without a database. "
+                     "Inline ignore: '# migrations-policy: ignore[CODE] reason' on the line or the line above.")
+
+DEVELOPER_COMMANDS.append(CommandSpec(
+    "lint",
+    "check migration scripts against the expand/contract policy",
+    _configure_lint,
+    lambda args: commands.lint(args.paths, phase=args.phase, dialects=args.dialects, config_file=args.config, url=args.url),
+    description=_LINT_DESCRIPTION,
+    exit_codes=LINT_EXIT_CODES,
+))
+DBSYNC_COMMANDS.append(CommandSpec(
+    "lint",
+    "lint the project's version scripts (no database needed)",
+    _configure_dbsync_lint,
+    lambda args: commands.lint([], phase=args.phase, dialects=args.dialects, project=Project(args.config)),
+    description=_LINT_DESCRIPTION + " Lints every script of the alembic ini's version locations.",
+    exit_codes=LINT_EXIT_CODES,
+))
+
+
 # -- parser construction -----------------------------------------------------
 def _add_global_options(parser: argparse.ArgumentParser, default_config: str) -> None:
     parser.add_argument(
@@ -339,12 +384,9 @@ def build_developer_parser(prog: str = "migrations-policy") -> argparse.Argument
 
 # -- running -----------------------------------------------------------------
 def _print_result(result: commands.Result, fmt: str) -> None:
-    if fmt == "json":
-        print(json.dumps(result.to_dict(), indent=2, sort_keys=True, default=str))
-    else:
-        text = result.text()
-        if text:
-            print(text)
+    output = result.render(fmt)
+    if output:
+        print(output)
 
 
 def run_parsed(args: argparse.Namespace, prog: str = "dbsync") -> int:

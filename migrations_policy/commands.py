@@ -8,6 +8,7 @@ them without subprocesses.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +38,14 @@ class Result:
 
     def text(self) -> str:
         return ""
+
+    def render(self, fmt: str) -> str:
+        """The output for ``--format fmt``: text or JSON (subclasses may know more formats)."""
+        if fmt == "json":
+            return json.dumps(self.to_dict(), indent=2, sort_keys=True, default=str)
+        if fmt != "text":
+            raise UsageError(f"this command has no {fmt!r} output format")
+        return self.text()
 
 
 def _alembic(fn, *args, **kwargs) -> None:
@@ -288,4 +297,51 @@ def online_data_migrations(project: Project, **options: Any) -> DataMigrationsRe
 # -- authoring (init, check-models, revision): see migrations_policy.authoring.commands
 from .authoring.commands import adopt, check_models, init, revision  # noqa: E402
 
-__all__ = ["init", "adopt", "check_models", "revision", "Result", "version", "status", "upgrade", "stamp", "online_data_migrations", "EXPAND", "CONTRACT"]
+
+
+# -- lint ---------------------------------------------------------------------
+@dataclass
+class LintResult(Result):
+    """Findings of ``lint``; renders as text, json, github, sarif or junit."""
+
+    report: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.report.to_dict()
+
+    def text(self) -> str:
+        return self.render("text")
+
+    def render(self, fmt: str) -> str:
+        from .lint.reporters import render
+
+        return render(self.report, fmt)
+
+
+def lint(paths: list[str], *, phase: str | None = None, dialects: list[str] | None = None,
+         config_file: str | None = None, url: str | None = None, project: Project | None = None) -> LintResult:
+    """Lint migration scripts (files or version directories); no database needed.
+
+    Settings come from pyproject.toml / setup.cfg in the current directory (or the
+    *project*'s alembic ini) and *config_file*.  With a *project* and no *paths*, its
+    version locations are linted, each script with its branch's phase.
+    """
+    from pathlib import Path
+
+    from . import lint as linter
+    from .config import load_settings
+    from .revisions import phase_of
+
+    settings = project.settings if project else load_settings(".", extra_file=config_file)
+    phases = None
+    if project is not None and not paths:
+        revs = list(project.script.walk_revisions())
+        phases = {Path(rev.path): phase_of(rev) or EXPAND for rev in revs}
+        paths = sorted(str(p) for p in phases)
+    paths = paths or settings.paths
+    if not paths:
+        raise UsageError("lint: no PATH given and no 'paths' setting")
+    report = linter.run(paths, phase=phase, dialects=dialects or None, settings=settings, url=url, phases=phases)
+    return LintResult(exit_code=report.exit_code, report=report)
+
+__all__ = ["lint", "LintResult", "init", "adopt", "check_models", "revision", "Result", "version", "status", "upgrade", "stamp", "online_data_migrations", "EXPAND", "CONTRACT"]

@@ -80,6 +80,8 @@ class Settings:
     severity: dict[str, str] = field(default_factory=dict)
     #: Paths the linter checks when none are given on the command line.
     paths: list[str] = field(default_factory=list)
+    #: Seconds the linter lets one script load and run its ``upgrade()`` before giving up.
+    lint_timeout: float = 10.0
     #: Modules that declare online data migrations (imported to register them).
     data_migrations: list[str] = field(default_factory=list)
     #: "package.module:NAME" of the release mapping for object-version checks.
@@ -187,6 +189,7 @@ _PARSERS: Mapping[str, Callable[[Any], Any]] = {
     "postgresql_version": _as_int,
     "severity": _as_severity_map,
     "paths": _as_list,
+    "lint_timeout": _as_float,
     "data_migrations": _as_list,
     "release_mapping": _as_str,
     "lock_timeout": _as_float,

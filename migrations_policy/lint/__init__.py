@@ -1,0 +1,116 @@
+"""The linter: expand / contract policy for alembic revision scripts, with no database.
+
+``run(paths, phase=None, dialects=..., settings=...) -> LintReport`` lints files and
+directories (a directory contributes the ``*.py`` files that declare ``revision =``).
+For each script, its ``upgrade()`` is recorded per dialect offline (``recorder``), or
+read from source when it needs a database (``astscan``; ``--url`` runs it for real
+on a scratch database instead, ``scratch``), every operation is judged by the policy
+knowledge base (``migrations_policy.policy``), and the rules (``lint.rules``, one per
+module) turn verdicts into findings.  Results are cached per file content
+(``lint.cache``); ``lint.reporters`` renders them.
+
+Modules: ``loader`` (safe import, time limit), ``recorder``, ``astscan``, ``headers``
+(revision headers, phase), ``ignores`` (inline ignores), ``engine`` (one file),
+``cache``, ``report`` / ``reporters``, ``hook`` (alembic post_write_hook).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+from ..config import DIALECTS, Settings
+from ..errors import UsageError
+from ..policy.model import Context
+from . import rules
+from .cache import Cache, cache_dir
+from .headers import PHASES, PhaseResolver, read_header
+from .report import Finding, LintReport
+
+__all__ = ["run", "collect", "LintReport", "Finding"]
+
+
+def collect(paths: Iterable[str | Path]) -> list[Path]:
+    """Files to lint: given files as they are; in directories, ``*.py`` files declaring a revision."""
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            for found in sorted(path.rglob("*.py")):
+                if "__pycache__" in found.parts:
+                    continue
+                try:
+                    head = found.read_text(encoding="utf-8", errors="replace")[:20000]
+                except OSError:
+                    head = ""
+                if read_header(head).revision is not None:
+                    files.append(found)
+        elif path.exists():
+            files.append(path)
+        else:
+            raise UsageError(f"{raw}: no such file or directory")
+    return list(dict.fromkeys(files))
+
+
+def _severity(code: str, settings: Settings) -> str:
+    if code == "MP000":
+        return "error"  # unreadable input is always an error (exit status 2)
+    try:
+        default = rules.get(code).severity
+    except KeyError:
+        default = "error"
+    return settings.severity.get(code, default)
+
+
+def run(
+    paths: Iterable[str | Path],
+    *,
+    phase: str | None = None,
+    dialects: Iterable[str] | None = None,
+    settings: Settings | None = None,
+    url: str | None = None,
+    phases: dict[Path, str] | None = None,
+) -> LintReport:
+    """Lint *paths*; *phases* may pin the phase of given files (``dbsync lint`` knows them)."""
+    settings = settings or Settings()
+    if phase is not None and phase not in PHASES:
+        raise UsageError(f"unknown phase {phase!r} (expected one of {', '.join(PHASES)})")
+    dialects = tuple(dialects or settings.dialects)
+    unknown = [d for d in dialects if d not in DIALECTS]
+    if unknown:
+        raise UsageError(f"unknown dialect(s) {', '.join(unknown)} (known: {', '.join(DIALECTS)})")
+    files = collect(paths)
+    if url:
+        from .scratch import check_scratch_database
+
+        url_dialect = check_scratch_database(url)
+        if url_dialect not in dialects:
+            raise UsageError(f"--url is a {url_dialect} database but the dialects linted are {', '.join(dialects)}")
+        dialects = (url_dialect,)
+    from .engine import Hit, Options, analyse
+
+    options = Options(dialects=dialects, context=Context(postgresql_version=settings.postgresql_version),
+                      timeout=getattr(settings, "lint_timeout", 10.0), url=url)
+    resolver = PhaseResolver(files) if phase is None else None
+    cache = Cache(cache_dir() if not url else None)
+    report = LintReport(files=len(files))
+    for path in files:
+        file_phase = phase or (phases or {}).get(path) or resolver.phase(path)
+        try:
+            data = path.read_bytes()
+        except OSError:
+            data = None
+        key = cache.key(data, file_phase, options.key()) if data is not None else None
+        cached = cache.get(key) if key else None
+        if cached is not None:
+            hits = [Hit(*item) for item in cached]
+        else:
+            hits = analyse(path, file_phase, options)
+            if key and not any(h.code == "MP000" for h in hits):
+                cache.put(key, [h.to_list() for h in hits])
+        for hit in hits:
+            severity = _severity(hit.code, settings)
+            if severity != "off":
+                report.findings.append(Finding(str(path), hit.line, hit.code, severity, hit.message, file_phase, hit.dialect))
+    cache.save()
+    return report

@@ -1,0 +1,241 @@
+"""Lint ``upgrade()`` from its source when it cannot run offline.
+
+``scan(module, tree, dialect, filename)`` walks the body of ``upgrade()`` statement by
+statement inside an offline recording (``recorder.recording``) and evaluates what it
+can in the module's namespace: ``op.*`` calls record exactly as they would when run;
+assignments bind names when their value can be computed; ``with`` blocks are entered
+(``batch_alter_table``, ``autocommit_block``); ``if`` tests are evaluated when possible
+(``op.get_context().dialect.name == "postgresql"``), otherwise both branches are
+scanned; ``for`` loops over computable sequences bind each item, otherwise the body is
+scanned once; calls to functions defined in the script are followed.  An ``op.*``
+call whose arguments cannot be computed is recorded from its literal arguments (its
+kind, table and column), and SQL built with f-strings is classified with placeholders.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..policy import model as m
+from ..policy.sql import from_sql
+from .recorder import Recording, recording
+
+MAX_DEPTH = 8
+MAX_LOOP = 1000
+_UNKNOWN = object()
+
+#: op method -> (kind, index of the table argument).
+_METHODS = {
+    "add_column": (m.ADD_COLUMN, 0), "drop_column": (m.DROP_COLUMN, 0), "alter_column": (m.ALTER_TYPE, 0),
+    "create_table": (m.CREATE_TABLE, 0), "drop_table": (m.DROP_TABLE, 0), "rename_table": (m.RENAME_TABLE, 0),
+    "create_index": (m.CREATE_INDEX, 1), "drop_index": (m.DROP_INDEX, 1),
+    "create_foreign_key": (m.ADD_FK, 1), "create_unique_constraint": (m.ADD_UNIQUE, 1),
+    "create_check_constraint": (m.ADD_CHECK, 1), "create_primary_key": (m.ADD_PK, 1),
+    "drop_constraint": (m.DROP_CONSTRAINT, 1), "bulk_insert": (m.INSERT, 0),
+}
+
+
+@dataclass
+class ScanResult:
+    recording: Recording
+    unevaluated: list[int] = field(default_factory=list)  # lines of op calls recorded from literals only
+
+
+def _const(node: ast.AST | None) -> Any:
+    return node.value if isinstance(node, ast.Constant) else None
+
+
+def _static_sql(node: ast.AST) -> str | None:
+    """SQL text of a literal, an f-string (placeholders for the holes) or ``text("...")``."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(v.value if isinstance(v, ast.Constant) else "_x_" for v in node.values)
+    if isinstance(node, ast.Call) and node.args and getattr(node.func, "attr", getattr(node.func, "id", "")) == "text":
+        return _static_sql(node.args[0])
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mod)):
+        left = _static_sql(node.left)
+        return None if left is None else left + " _x_"
+    return None
+
+
+class _Scanner:
+    def __init__(self, module, tree: ast.Module, filename: str, rec: Recording):
+        self.globals = vars(module)
+        self.filename = filename
+        self.rec = rec
+        self.functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        self.unevaluated: list[int] = []
+        self.batch_tables: dict[str, str] = {}
+
+    def eval(self, node: ast.AST, env: dict[str, Any]) -> Any:
+        code = compile(ast.fix_missing_locations(ast.Expression(body=node)), self.filename, "eval")
+        try:
+            return eval(code, {**self.globals, **env})  # noqa: S307 - the script's own expressions
+        except Exception:  # noqa: BLE001 - anything not computable offline is unknown
+            return _UNKNOWN
+
+    def run(self, fn: ast.FunctionDef, env: dict[str, Any], depth: int) -> None:
+        if depth <= MAX_DEPTH:
+            self.block(fn.body, env, depth)
+
+    def block(self, body: list[ast.stmt], env: dict[str, Any], depth: int) -> None:
+        for node in body:
+            self.stmt(node, env, depth)
+
+    def bind(self, target: ast.AST, value: Any, env: dict[str, Any]) -> None:
+        if isinstance(target, ast.Name):
+            if value is _UNKNOWN:
+                env.pop(target.id, None)
+                env[target.id] = _UNKNOWN
+            else:
+                env[target.id] = value
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            values = list(value) if value is not _UNKNOWN and len(value) == len(target.elts) else [_UNKNOWN] * len(target.elts)
+            for elt, item in zip(target.elts, values):
+                self.bind(elt, item, env)
+
+    def stmt(self, node: ast.stmt, env: dict[str, Any], depth: int) -> None:
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            self.call(node.value, env, depth)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+            value = self.call(node.value, env, depth) if isinstance(node.value, ast.Call) else self.eval(node.value, env)
+            for target in getattr(node, "targets", [node.target]):
+                self.bind(target, value, env)
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            self.with_(node, env, depth)
+        elif isinstance(node, ast.If):
+            test = self.eval(node.test, env)
+            if test is _UNKNOWN:
+                self.block(node.body, env, depth)
+                self.block(node.orelse, env, depth)
+            else:
+                self.block(node.body if test else node.orelse, env, depth)
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            self.for_(node, env, depth)
+        elif isinstance(node, ast.While):
+            self.block(node.body, env, depth)
+        elif isinstance(node, ast.Try):
+            self.block(node.body + node.orelse + node.finalbody, env, depth)
+        elif isinstance(node, ast.FunctionDef):
+            self.functions[node.name] = node
+
+    def for_(self, node: ast.For, env: dict[str, Any], depth: int) -> None:
+        items = self.eval(node.iter, env)
+        try:
+            items = list(items)[:MAX_LOOP] if items is not _UNKNOWN else _UNKNOWN
+        except Exception:  # noqa: BLE001
+            items = _UNKNOWN
+        if items is _UNKNOWN or not items:
+            self.bind(node.target, _UNKNOWN, env)
+            self.block(node.body, env, depth)
+            return
+        for item in items:
+            self.bind(node.target, item, env)
+            self.block(node.body, env, depth)
+
+    def with_(self, node: ast.With, env: dict[str, Any], depth: int) -> None:
+        entered = []
+        for item in node.items:
+            manager = self.eval(item.context_expr, env)
+            value = _UNKNOWN
+            if manager is not _UNKNOWN and hasattr(manager, "__enter__"):
+                try:
+                    value = manager.__enter__()
+                    entered.append(manager)
+                except Exception:  # noqa: BLE001
+                    value = _UNKNOWN
+            if item.optional_vars is not None:
+                self.bind(item.optional_vars, value, env)
+                call = item.context_expr
+                if value is _UNKNOWN and isinstance(call, ast.Call) and getattr(call.func, "attr", "") == "batch_alter_table":
+                    if isinstance(item.optional_vars, ast.Name):
+                        self.batch_tables[item.optional_vars.id] = _const(call.args[0]) if call.args else None
+        try:
+            self.block(node.body, env, depth)
+        finally:
+            for manager in reversed(entered):
+                try:
+                    manager.__exit__(None, None, None)
+                except Exception:  # noqa: BLE001
+                    pass
+
+    def call(self, node: ast.Call, env: dict[str, Any], depth: int) -> Any:
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in self.functions and func.id not in env:
+            self.helper(self.functions[func.id], node, env, depth)
+            return _UNKNOWN
+        value = self.eval(node, env)
+        if value is _UNKNOWN and isinstance(func, ast.Attribute):
+            self.from_literals(node, func)
+        return value
+
+    def helper(self, fn: ast.FunctionDef, node: ast.Call, env: dict[str, Any], depth: int) -> None:
+        local: dict[str, Any] = {}
+        params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+        for name, arg in zip(params, node.args):
+            local[name] = self.eval(arg, env)
+        for kw in node.keywords:
+            if kw.arg:
+                local[kw.arg] = self.eval(kw.value, env)
+        defaults = fn.args.defaults
+        for name, default in zip(params[len(params) - len(defaults):], defaults):
+            local.setdefault(name, self.eval(default, {}))
+        self.run(fn, {k: v for k, v in local.items()}, depth + 1)
+
+    def from_literals(self, node: ast.Call, func: ast.Attribute) -> None:
+        """Record an op call whose arguments cannot be computed, from its literal arguments."""
+        base = func.value.id if isinstance(func.value, ast.Name) else None
+        name = func.attr
+        line = node.lineno
+        if name == "execute":
+            text = _static_sql(node.args[0]) if node.args else None
+            if text is not None:
+                self.rec.add([op.with_(source="source") for op in from_sql(text)], line=line)
+                self.unevaluated.append(line)
+            return
+        if name not in _METHODS or base is None:
+            return
+        kind, index = _METHODS[name]
+        in_batch = base in self.batch_tables
+        args = list(node.args)
+        if in_batch:
+            table = self.batch_tables[base]
+            index = -1
+        else:
+            table = _const(args[index]) if len(args) > index else None
+        column = None
+        if kind in (m.ADD_COLUMN, m.DROP_COLUMN, m.ALTER_TYPE):
+            column_arg = args[index + 1] if len(args) > index + 1 else None
+            column = _const(column_arg) if not isinstance(column_arg, ast.Call) else _const(column_arg.args[0] if column_arg.args else None)
+        kws = {kw.arg: kw.value for kw in node.keywords if kw.arg}
+        ops = [m.Operation(kind=kind, table=table, column=column, source="source", in_batch=in_batch,
+                           concurrently=bool(_const(kws.get("postgresql_concurrently"))),
+                           not_valid=bool(_const(kws.get("postgresql_not_valid"))))]
+        if kind == m.ALTER_TYPE:
+            ops = self._alter_column_kinds(ops[0], kws)
+        self.rec.add(ops, line=line)
+        self.unevaluated.append(line)
+
+    @staticmethod
+    def _alter_column_kinds(op: m.Operation, kws: dict[str, ast.AST]) -> list[m.Operation]:
+        kinds = []
+        if "new_column_name" in kws:
+            kinds.append(m.RENAME_COLUMN)
+        if "type_" in kws:
+            kinds.append(m.ALTER_TYPE)
+        if "nullable" in kws:
+            kinds.append(m.SET_NOT_NULL if _const(kws["nullable"]) is False else m.DROP_NOT_NULL)
+        return [op.with_(kind=k) for k in kinds] or [op.with_(kind=m.OTHER)]
+
+
+def scan(module, tree: ast.Module, dialect: str, filename: str) -> ScanResult:
+    """Record ``upgrade()`` of *module* from its source (see the module docstring)."""
+    with recording(dialect, filename) as rec:
+        scanner = _Scanner(module, tree, filename, rec)
+        upgrade = scanner.functions.get("upgrade")
+        if upgrade is not None:
+            scanner.run(upgrade, {}, 0)
+    return ScanResult(recording=rec, unevaluated=scanner.unevaluated)

@@ -1,0 +1,164 @@
+"""Lint one revision script: load it, record ``upgrade()`` per dialect, ask the policy, apply rules.
+
+``analyse(path, phase, options) -> list[Hit]`` is the whole pipeline for one file.
+It imports alembic (through ``recorder`` / ``astscan``) only when called, so that a
+run answered entirely from the cache never imports it.  Hits are dialect-merged
+(the same problem on several dialects is one hit naming them all) and already
+filtered through the file's inline ignores.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..policy import classify
+from ..policy.model import Context
+from ..policy.script import annotate
+from . import rules
+from .ignores import find_ignores
+from .loader import LoadError, ScriptTimeout, line_in, load_module, needs_database, one_line, parse, read_source, sandbox, time_limit
+
+UNLOADABLE, OFFLINE, IGNORE_NO_REASON, UNUSED_IGNORE = "MP000", "MP001", "MP002", "MP003"
+#: A script that never mentions these runs the same on every dialect: record it once.
+_DIALECT_DEPENDENT = re.compile(r"dialect|get_bind|get_context|bind\b|engine")
+
+
+@dataclass(frozen=True)
+class Options:
+    """Everything besides the file that changes a file's findings (part of the cache key)."""
+
+    dialects: tuple[str, ...]
+    context: Context = field(default_factory=Context)
+    timeout: float = 10.0
+    url: str | None = None
+
+    def key(self) -> str:
+        return f"{','.join(self.dialects)}|{self.context}|{self.timeout}|{self.url or ''}"
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A finding before severity and path are attached (what the cache stores)."""
+
+    line: int
+    code: str
+    message: str
+    dialect: str = ""
+
+    def to_list(self) -> list:
+        return [self.line, self.code, self.message, self.dialect]
+
+
+def _record_all(module, tree, upgrade, path: Path, options: Options, hits: list[Hit], dependent: bool):
+    from . import astscan, recorder
+
+    filename = str(path)
+    results: dict[str, list] = {}
+    for dialect in options.dialects:
+        if results and not dependent:
+            results[dialect] = next(iter(results.values()))
+            continue
+        try:
+            results[dialect] = recorder.record(upgrade, dialect, filename).ops
+        except (ScriptTimeout, KeyboardInterrupt):
+            raise
+        except BaseException as exc:  # noqa: BLE001 - sorted into "needs a database" or "broken script"
+            line = line_in(exc, filename)
+            if not needs_database(exc):
+                raise LoadError(f"upgrade() raised {one_line(exc)}", line) from None
+            if options.url:
+                from .scratch import record_on_scratch_database
+
+                results[dialect] = record_on_scratch_database(upgrade, options.url, filename)
+                continue
+            scan = astscan.scan(module, tree, dialect, filename)
+            results[dialect] = scan.recording.ops
+            message = (f"upgrade() cannot run offline ({one_line(exc)}); linted from source instead"
+                       f"{f', {len(set(scan.unevaluated))} op call(s) read from literals only' if scan.unevaluated else ''}"
+                       "; run with --url SCRATCH_DB to execute it")
+            hits.append(Hit(line or 1, OFFLINE, message, dialect))
+    return results
+
+
+def _apply_rules(results: dict[str, list], phase: str, options: Options) -> list[tuple]:
+    """(line, code, headline, dialect, note, alternative) for every rule that fires."""
+    active = [rule for rule in rules.all_rules() if rule.applies(phase)]
+    found = []
+    for dialect, recorded in results.items():
+        annotated = annotate([op for op, _ in recorded])
+        for op, (_, line) in zip(annotated, recorded):
+            verdict = classify(op, dialect, options.context)
+            for rule in active:
+                headline = rule.check(verdict)
+                if headline:
+                    alternative = verdict.alternative if rule.alternative is None else rule.alternative
+                    found.append((line, rule.code, headline, dialect, verdict.effect.note, alternative))
+    return found
+
+
+def _merge_dialects(found: list[tuple], order: tuple[str, ...]) -> list[Hit]:
+    """One hit per (line, code, headline): the dialects' explanations joined into its message."""
+    groups: dict[tuple, dict[tuple, list[str]]] = {}
+    for line, code, headline, dialect, note, alternative in found:
+        details = groups.setdefault((line, code, headline), {})
+        dialects = details.setdefault((note, alternative), [])
+        if dialect not in dialects:
+            dialects.append(dialect)
+    rank = {d: i for i, d in enumerate(order)}
+    hits = []
+    for (line, code, headline), details in sorted(groups.items()):
+        parts, alternatives = [headline], {alt for _, alt in details if alt}
+        for (note, alternative), dialects in details.items():
+            explained = note + (f" (instead: {alternative})" if alternative and len(alternatives) > 1 else "")
+            if explained:
+                parts.append(f"{','.join(dialects)}: {explained}")
+        message = "; ".join(parts) + (f" (instead: {alternatives.pop()})" if len(alternatives) == 1 else "")
+        every = sorted({d for ds in details.values() for d in ds}, key=lambda d: rank.get(d, 99))
+        hits.append(Hit(line, code, message, ",".join(every)))
+    return hits
+
+
+def _apply_ignores(source: str, hits: list[Hit]) -> list[Hit]:
+    ignores = find_ignores(source)
+    if not ignores:
+        return hits
+    kept = []
+    for hit in hits:
+        covering = [ig for ig in ignores if ig.covers(hit.line, hit.code)]
+        for ignore in covering:
+            ignore.used.add(hit.code)
+        if not covering:
+            kept.append(hit)
+    for ignore in ignores:
+        codes = ",".join(sorted(ignore.codes))
+        if not ignore.reason:
+            kept.append(Hit(ignore.line, IGNORE_NO_REASON, f"ignore[{codes}] needs a reason after the brackets; it suppresses nothing"))
+        elif ignore.codes - ignore.used:
+            unused = ",".join(sorted(ignore.codes - ignore.used))
+            kept.append(Hit(ignore.line, UNUSED_IGNORE, f"unused ignore[{unused}]: no such finding on this line or the next"))
+    return sorted(kept, key=lambda h: (h.line, h.code))
+
+
+def analyse(path: Path, phase: str, options: Options, source: str | None = None) -> list[Hit]:
+    """Every finding of the script at *path* linted as *phase* (see module docstring)."""
+    try:
+        source = read_source(path) if source is None else source
+        tree, code = parse(source, path)
+        hits: list[Hit] = []
+        with time_limit(options.timeout), sandbox():
+            module = load_module(code, path)
+            upgrade = getattr(module, "upgrade", None)
+            if not callable(upgrade):
+                raise LoadError("no upgrade() function in the script")
+            dependent = bool(_DIALECT_DEPENDENT.search(source))
+            results = _record_all(module, tree, upgrade, path, options, hits, dependent)
+    except LoadError as exc:
+        return [Hit(exc.line, UNLOADABLE, str(exc))]
+    except ScriptTimeout:
+        return [Hit(1, UNLOADABLE, f"did not finish within {options.timeout:g} s (an endless loop or a blocking call?)")]
+    except RecursionError:
+        return [Hit(1, UNLOADABLE, "maximum recursion depth exceeded while running the script")]
+    hits.extend(_merge_dialects(_apply_rules(results, phase, options), options.dialects))
+    return _apply_ignores(source, sorted(hits, key=lambda h: (h.line, h.code)))

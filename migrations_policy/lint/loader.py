@@ -1,0 +1,143 @@
+"""Load a revision script from a path, safely.
+
+``read_source(path)`` rejects what cannot be a migration script (unreadable, binary,
+not UTF-8, larger than ``MAX_BYTES``); ``parse(source, path)`` returns the AST and the
+code object; ``load_module(code, path)`` executes it as a fresh module that is *not*
+left in ``sys.modules``, with ``sys.path`` restored afterwards (the current directory
+is prepended while the script runs, like alembic's ``prepend_sys_path = .``) and the
+script's prints swallowed.  ``time_limit(seconds)`` bounds a script that never
+returns.  Every failure is a ``LoadError`` with one line of text and a line number.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+import os
+import signal
+import sys
+import threading
+import types
+import warnings
+from pathlib import Path
+from typing import Iterator
+
+MAX_BYTES = 5_000_000
+_LIBRARIES = ("sqlalchemy", "alembic")
+
+
+class LoadError(Exception):
+    """The script cannot be loaded or run; ``str(exc)`` is one line."""
+
+    def __init__(self, message: str, line: int = 1):
+        super().__init__(message)
+        self.line = line or 1
+
+
+class ScriptTimeout(BaseException):
+    """Raised into a script that runs past its time limit (a BaseException: scripts' ``except Exception`` can't hide it)."""
+
+
+def one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    if len(text) > 300:
+        text = text[:297] + "..."
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def read_source(path: Path) -> str:
+    try:
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise LoadError(f"file is too large to be a migration script ({size} bytes > {MAX_BYTES})")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise LoadError(f"cannot read: {exc.strerror or one_line(exc)}") from None
+    if b"\0" in data:
+        raise LoadError("binary file, not a Python script")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise LoadError(f"not UTF-8 text (byte {exc.start})", line) from None
+
+
+def parse(source: str, path: Path) -> tuple[ast.Module, types.CodeType]:
+    try:
+        tree = ast.parse(source, str(path))
+        return tree, compile(tree, str(path), "exec")
+    except SyntaxError as exc:
+        raise LoadError(f"syntax error: {exc.msg}", exc.lineno or 1) from None
+    except (ValueError, RecursionError, MemoryError, OverflowError) as exc:
+        raise LoadError(f"cannot compile: {one_line(exc)}") from None
+
+
+def line_in(exc: BaseException, filename: str) -> int:
+    """The innermost line of *filename* in *exc*'s traceback (0 when absent)."""
+    line, tb = 0, exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == filename:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+def needs_database(exc: BaseException) -> bool:
+    """Whether *exc* comes from offline mode's limits rather than from the script's own bug."""
+    if type(exc).__module__.split(".")[0] in _LIBRARIES or type(exc).__name__ == "OfflineResultError":
+        return True
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    dirs = tuple(os.path.dirname(sys.modules[n].__file__) + os.sep for n in _LIBRARIES if n in sys.modules)
+    return tb is not None and tb.tb_frame.f_code.co_filename.startswith(dirs)
+
+
+@contextlib.contextmanager
+def sandbox() -> Iterator[None]:
+    """Prepend the cwd to sys.path, swallow output and warnings; restore everything after."""
+    saved_path = list(sys.path)
+    sys.path.insert(0, os.getcwd())
+    sink = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        sys.path[:] = saved_path
+
+
+def load_module(code: types.CodeType, path: Path) -> types.ModuleType:
+    name = f"_migrations_policy_lint_{abs(hash(str(path)))}"
+    module = types.ModuleType(name)
+    module.__file__ = str(path)
+    sys.modules[name] = module  # dataclasses and pickling look their module up while it runs
+    try:
+        exec(code, module.__dict__)  # noqa: S102 - linting a migration means running its module
+    except ScriptTimeout:
+        raise
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - any import-time failure is one line
+        raise LoadError(f"cannot import: {one_line(exc)}", line_in(exc, str(path))) from None
+    finally:
+        sys.modules.pop(name, None)
+    return module
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Raise ScriptTimeout in the running code after *seconds* (main thread only; elsewhere: no limit)."""
+    if seconds <= 0 or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum, frame):
+        raise ScriptTimeout()
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

@@ -1,0 +1,226 @@
+"""Record what a revision's ``upgrade()`` does, without a database.
+
+``record(upgrade, dialect, filename)`` runs ``upgrade`` against an offline alembic
+``MigrationContext`` (``as_sql=True``) whose ``Operations`` and batch operations
+*record* each op object instead of compiling it, so no SQL is emitted unless a
+verdict needs it.  What the script sends through ``op.get_bind().execute(...)``
+is captured from the offline mock connection.  Each recorded operation carries
+the line of the innermost frame in the script (helpers and loops included).
+
+``record_online(upgrade, connection, filename)`` does the same against a real
+connection (``lint --url``): every op is recorded *and* executed, so scripts that
+reflect the live schema work; the caller rolls the transaction back.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+from alembic.migration import MigrationContext
+from alembic.operations import BatchOperations, Operations
+from alembic.operations import ops as aops
+from sqlalchemy.engine.mock import MockConnection
+
+from ..policy import model as m
+from ..policy import sqlite as sqlite_policy
+from ..policy.alembic_ops import from_alembic, from_statement
+
+
+class OfflineResultError(RuntimeError):
+    """A script used the result of ``bind.execute()``, which offline mode cannot provide."""
+
+
+class _OfflineResult:
+    """What ``op.get_bind().execute()`` returns offline: any use of it is an offline limitation."""
+
+    def __getattr__(self, name: str):
+        raise OfflineResultError(f"the result of bind.execute() (.{name}) is not available offline")
+
+    def __iter__(self):
+        raise OfflineResultError("the rows of bind.execute() are not available offline")
+
+
+@dataclass
+class Recording:
+    """Operations recorded from one run of ``upgrade()``, each with its line in the script."""
+
+    filename: str
+    ops: list[tuple[m.Operation, int]] = field(default_factory=list)
+    autocommit: int = 0
+    #: > 0 while alembic itself executes an op (online mode): its SQL is not a raw statement.
+    executing: int = 0
+    _batch: list[m.Operation] | None = None
+
+    def line(self) -> int:
+        frame = sys._getframe(2)
+        while frame is not None:
+            if frame.f_code.co_filename == self.filename:
+                return frame.f_lineno
+            frame = frame.f_back
+        return 0
+
+    def add(self, operations: list[m.Operation], line: int | None = None) -> None:
+        line = self.line() if line is None else line
+        flags = {}
+        if self.autocommit:
+            flags["autocommit"] = True
+        if self._batch is not None:
+            flags["in_batch"] = True
+        for op in operations:
+            op = op.with_(**flags) if flags else op
+            self.ops.append((op, line))
+            if self._batch is not None:
+                self._batch.append(op)
+
+    def add_alembic(self, operation: Any) -> None:
+        self.add(from_alembic(operation))
+
+    @contextmanager
+    def batch(self, table: str, recreate: str, line: int) -> Iterator[None]:
+        outer, self._batch = self._batch, []
+        try:
+            yield
+        finally:
+            inner, self._batch = self._batch, outer
+        if recreate == "always" or (recreate == "auto" and sqlite_policy.batch_needs_recreate(inner)):
+            self.add([m.Operation(kind=m.BATCH_RECREATE, table=table, value=recreate)], line=line)
+
+    @contextmanager
+    def autocommit_block(self) -> Iterator[None]:
+        self.autocommit += 1
+        try:
+            yield
+        finally:
+            self.autocommit -= 1
+
+    @contextmanager
+    def running_alembic(self) -> Iterator[None]:
+        self.executing += 1
+        try:
+            yield
+        finally:
+            self.executing -= 1
+
+
+class _BatchTarget:
+    """Stands in for alembic's BatchOperationsImpl: batch ops only read the table name."""
+
+    def __init__(self, table_name: str, schema: str | None):
+        self.table_name, self.schema = table_name, schema
+
+
+def _recording_operations(ctx: MigrationContext, rec: Recording, execute: bool) -> Operations:
+    ops = Operations(ctx)
+    real_invoke = ops.invoke
+    real_batch = ops.batch_alter_table
+
+    def invoke(operation):
+        rec.add_alembic(operation)
+        if execute:
+            with rec.running_alembic():
+                return real_invoke(operation)
+        if isinstance(operation, aops.CreateTableOp):
+            return operation.to_table(ctx)
+        return None
+
+    @contextmanager
+    def batch_alter_table(table_name, schema=None, recreate="auto", **kw):
+        line = rec.line()
+        with rec.batch(table_name, recreate, line):
+            if execute:
+                with rec.running_alembic(), real_batch(table_name, schema=schema, recreate=recreate, **kw) as batch_op:
+                    batch_invoke = batch_op.invoke
+                    batch_op.invoke = lambda o: (rec.add_alembic(o), batch_invoke(o))[1]
+                    yield batch_op
+            else:
+                batch_op = BatchOperations(ctx, impl=_BatchTarget(table_name, schema))
+                batch_op.invoke = lambda o: rec.add_alembic(o)
+                yield batch_op
+
+    ops.invoke = invoke
+    ops.batch_alter_table = batch_alter_table
+    real_autocommit = ctx.autocommit_block
+
+    @contextmanager
+    def autocommit_block():
+        with rec.autocommit_block():
+            if execute:
+                with real_autocommit():
+                    yield
+            else:
+                yield
+
+    ctx.autocommit_block = autocommit_block
+    return ops
+
+
+_CONTEXTS: dict[str, MigrationContext] = {}
+
+
+def _offline_context(dialect: str, rec: Recording) -> MigrationContext:
+    ctx = _CONTEXTS.get(dialect)
+    if ctx is None:
+        ctx = MigrationContext.configure(
+            dialect_name=dialect, opts={"as_sql": True, "output_buffer": io.StringIO(), "literal_binds": True}
+        )
+        _CONTEXTS[dialect] = ctx
+    ctx.__dict__.pop("autocommit_block", None)
+
+    def dump(construct, *multiparams, **params):
+        rec.add(from_statement(construct))
+        return _OfflineResult()
+
+    mock = MockConnection(ctx.dialect, dump)
+    ctx.connection = mock
+    ctx.impl.connection = mock
+    return ctx
+
+
+@contextmanager
+def _proxy(ops: Operations) -> Iterator[None]:
+    ops._install_proxy()
+    try:
+        yield
+    finally:
+        ops._remove_proxy()
+
+
+@contextmanager
+def recording(dialect: str, filename: str) -> Iterator[Recording]:
+    """A context in which ``alembic.op`` records into the yielded ``Recording`` (offline)."""
+    rec = Recording(filename)
+    ctx = _offline_context(dialect, rec)
+    with _proxy(_recording_operations(ctx, rec, execute=False)):
+        yield rec
+
+
+def record(upgrade: Callable[[], Any], dialect: str, filename: str) -> Recording:
+    """Run *upgrade* offline for *dialect*; exceptions propagate (with the partial recording lost)."""
+    with recording(dialect, filename) as rec:
+        upgrade()
+    return rec
+
+
+def record_online(upgrade: Callable[[], Any], connection, filename: str) -> Recording:
+    """Run *upgrade* for real on *connection* (the caller rolls back), recording every op."""
+    from sqlalchemy import event
+
+    rec = Recording(filename)
+    ctx = MigrationContext.configure(connection=connection)
+    ops = _recording_operations(ctx, rec, execute=True)
+
+    def before_execute(conn, cursor, statement, parameters, context, executemany):
+        if not rec.executing:
+            rec.add(from_statement(statement))
+
+    event.listen(connection, "before_cursor_execute", before_execute)
+    try:
+        with _proxy(ops):
+            upgrade()
+    finally:
+        event.remove(connection, "before_cursor_execute", before_execute)
+    return rec

@@ -1,0 +1,49 @@
+"""Findings and the report of one lint run (what reporters render and the exit code)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+ERROR, WARNING = "error", "warning"
+
+
+@dataclass(frozen=True)
+class Finding:
+    path: str
+    line: int
+    code: str
+    severity: str
+    message: str
+    phase: str
+    dialect: str  # comma-separated when the same problem exists on several dialects; "" if none applies
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class LintReport:
+    findings: list[Finding] = field(default_factory=list)
+    files: int = 0
+
+    @property
+    def errors(self) -> int:
+        return sum(f.severity == ERROR for f in self.findings)
+
+    @property
+    def warnings(self) -> int:
+        return sum(f.severity == WARNING for f in self.findings)
+
+    @property
+    def unreadable(self) -> int:
+        return sum(f.code == "MP000" for f in self.findings)
+
+    @property
+    def exit_code(self) -> int:
+        """0: no error findings; 1: error findings; 2: an input could not be read or loaded."""
+        if self.unreadable:
+            return 2
+        return 1 if self.errors else 0
+
+    def to_dict(self) -> dict:
+        return {"findings": [f.to_dict() for f in self.findings], "files": self.files}

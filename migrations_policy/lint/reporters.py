@@ -1,0 +1,124 @@
+"""Render a ``LintReport``: text, json, github (workflow commands), sarif (2.1.0), junit (XML).
+
+``render(report, fmt)``; ``FORMATS`` lists the names.  The JSON shape is part of the
+stable interface: ``{"findings": [{"path", "line", "code", "severity", "message",
+"phase", "dialect"}...], "files": N}``.
+"""
+
+from __future__ import annotations
+
+import json
+from xml.etree import ElementTree as ET
+
+from .. import __version__
+from .report import ERROR, LintReport
+
+FORMATS = ("text", "json", "github", "sarif", "junit")
+INFORMATION_URI = "https://github.com/migrations-policy/migrations-policy/blob/main/docs/rules/index.rst"
+
+
+def text(report: LintReport) -> str:
+    lines = [
+        f"{f.path}:{f.line}: {f.code} [{f.severity}] {f.message} ({f.phase}{'; ' + f.dialect if f.dialect else ''})"
+        for f in report.findings
+    ]
+    if report.findings:
+        lines.append(f"{report.files} file(s) checked: {report.errors} error(s), {report.warnings} warning(s)"
+                     + (f", {report.unreadable} unreadable" if report.unreadable else ""))
+    else:
+        lines.append(f"{report.files} file(s) checked: no findings")
+    return "\n".join(lines)
+
+
+def json_(report: LintReport) -> str:
+    return json.dumps(report.to_dict(), indent=2)
+
+
+def _escape_data(value: str) -> str:
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(value: str) -> str:
+    return _escape_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def github(report: LintReport) -> str:
+    lines = []
+    for f in report.findings:
+        level = "error" if f.severity == ERROR else "warning"
+        props = f"file={_escape_property(f.path)},line={f.line},title={_escape_property(f.code)}"
+        lines.append(f"::{level} {props}::{_escape_data(f'{f.code} {f.message}')}")
+    return "\n".join(lines)
+
+
+def sarif(report: LintReport) -> str:
+    from . import rules
+
+    all_rules = rules.all_rules()
+    index = {rule.code: i for i, rule in enumerate(all_rules)}
+    driver = {
+        "name": "migrations-policy",
+        "version": __version__,
+        "informationUri": INFORMATION_URI,
+        "rules": [
+            {
+                "id": rule.code,
+                "name": rule.name,
+                "shortDescription": {"text": rule.summary},
+                "fullDescription": {"text": rule.doc},
+                "defaultConfiguration": {"level": rule.severity},
+                "helpUri": f"{INFORMATION_URI.rsplit('/', 1)[0]}/{rule.code}.rst",
+            }
+            for rule in all_rules
+        ],
+    }
+    results = [
+        {
+            "ruleId": f.code,
+            "ruleIndex": index.get(f.code, 0),
+            "level": "error" if f.severity == ERROR else "warning",
+            "message": {"text": f.message},
+            "locations": [{"physicalLocation": {
+                "artifactLocation": {"uri": f.path.replace("\\", "/")},
+                "region": {"startLine": max(f.line, 1)},
+            }}],
+            "properties": {"phase": f.phase, "dialect": f.dialect},
+        }
+        for f in report.findings
+    ]
+    doc = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{"tool": {"driver": driver}, "results": results}],
+    }
+    return json.dumps(doc, indent=2)
+
+
+def junit(report: LintReport) -> str:
+    by_path: dict[str, list] = {}
+    for f in report.findings:
+        by_path.setdefault(f.path, []).append(f)
+    failures = sum(1 for fs in by_path.values() if any(f.severity == ERROR for f in fs))
+    suites = ET.Element("testsuites", name="migrations-policy")
+    suite = ET.SubElement(suites, "testsuite", name="migrations-policy lint", tests=str(max(report.files, len(by_path))),
+                          failures=str(failures), errors="0")
+    for path, found in sorted(by_path.items()):
+        case = ET.SubElement(suite, "testcase", classname="migrations-policy", name=path)
+        errors = [f for f in found if f.severity == ERROR]
+        body = "\n".join(f"{f.path}:{f.line}: {f.code} [{f.severity}] {f.message}" for f in found)
+        if errors:
+            failure = ET.SubElement(case, "failure", message=f"{len(errors)} error finding(s)", type=errors[0].code)
+            failure.text = body
+        else:
+            ET.SubElement(case, "system-out").text = body
+    return ET.tostring(suites, encoding="unicode", xml_declaration=True)
+
+
+_RENDERERS = {"text": text, "json": json_, "github": github, "sarif": sarif, "junit": junit}
+
+
+def render(report: LintReport, fmt: str) -> str:
+    try:
+        return _RENDERERS[fmt](report)
+    except KeyError:
+        raise ValueError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})") from None

@@ -1,0 +1,37 @@
+"""upgrade() could not run offline; the script was linted from its source.
+
+## What it does
+When ``upgrade()`` needs a live database (``sa.inspect(op.get_bind())``, rows read
+through ``bind.execute()`` or an ORM session, helpers that refuse offline mode), the
+linter falls back to reading the source: it follows helper functions defined in the
+script, ``with`` blocks, loops over literal lists and dialect branches, and evaluates
+every ``op.*`` call it can.  This warning says what could not be executed and why.
+
+## Why is this bad
+Operations that depend on what the live database contains (``if "x" in columns:``)
+are checked as if every branch ran; values computed from the database are unknown.
+Findings may be missing or too many.
+
+## Example
+```python
+def upgrade():
+    columns = [c["name"] for c in sa.inspect(op.get_bind()).get_columns("users")]
+    if "email" not in columns:
+        op.add_column("users", sa.Column("email", sa.String(255)))
+```
+
+## Use instead
+Run ``migrations-policy lint --url URL`` against a scratch database at the script's
+``down_revision``: ``upgrade()`` then runs for real in a transaction that is rolled
+back (MySQL/MariaDB cannot roll back DDL: use a throwaway database).
+"""
+
+from .base import BOTH_PHASES, Rule
+
+
+class NotExecutedOffline(Rule):
+    __doc__ = __doc__
+    code, name, severity, phases = "MP001", "not-executed-offline", "warning", BOTH_PHASES
+
+
+RULE = NotExecutedOffline()

@@ -1,0 +1,48 @@
+"""``lint --url``: run ``upgrade()`` for real on a scratch database, then roll back.
+
+Used only for scripts that cannot run offline (they reflect the live schema or read
+rows).  The URL must point at a scratch database at the script's ``down_revision``:
+on PostgreSQL and SQLite the DDL is rolled back with the transaction; MySQL/MariaDB
+commit DDL implicitly, so there it must be a throwaway database.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import create_engine
+from sqlalchemy.exc import SQLAlchemyError
+
+from .._urls import mask_text, mask_url, parse_url
+from ..errors import DatabaseError
+from .recorder import record_online
+
+
+def record_on_scratch_database(upgrade, url: str, filename: str) -> list:
+    engine = create_engine(parse_url(url))
+    try:
+        with engine.connect() as conn:
+            trans = conn.begin()
+            try:
+                return record_online(upgrade, conn, filename).ops
+            finally:
+                trans.rollback()
+    except SQLAlchemyError as exc:
+        if getattr(exc, "connection_invalidated", False) or "connect" in type(exc).__name__.lower():
+            raise DatabaseError(f"cannot use scratch database {mask_url(url)}: {mask_text(str(exc).splitlines()[0])}") from None
+        raise
+    finally:
+        engine.dispose()
+
+
+def check_scratch_database(url: str) -> str:
+    """Connect once (a clear one-line error now rather than per file); the URL's dialect name."""
+    parsed = parse_url(url)
+    engine = create_engine(parsed)
+    try:
+        with engine.connect():
+            pass
+    except (SQLAlchemyError, ImportError) as exc:
+        raise DatabaseError(f"cannot connect to scratch database {mask_url(parsed)}: {mask_text(str(exc).splitlines()[0])}") from None
+    finally:
+        engine.dispose()
+    name = parsed.get_backend_name()
+    return "mysql" if name == "mariadb" else name

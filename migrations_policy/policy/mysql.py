@@ -1,0 +1,68 @@
+"""MySQL / MariaDB (InnoDB): which ALTERs are INSTANT/INPLACE and which copy the table.
+
+Measured on MariaDB 10.11: ALGORITHM=COPY blocks writes for the whole copy;
+INSTANT and INPLACE, LOCK=NONE do not.  ``effect(op, ctx) -> (Effect, alternative)``.
+"""
+
+from __future__ import annotations
+
+from . import model as m
+from .defaults import functions_in
+from .model import Effect
+
+DIALECT = "mysql"
+
+_OSC = "use an online schema change tool (pt-online-schema-change, gh-ost) or a maintenance window"
+
+
+def _copy(note: str) -> Effect:
+    return Effect(lock="ALGORITHM=COPY", blocks_writes=True, rewrite=True, note=note)
+
+
+def _add_column(op: m.Operation) -> tuple[Effect, str]:
+    if op.generated == "stored":
+        return _copy("a STORED generated column copies the whole table (writes blocked)"), \
+            "use a VIRTUAL generated column, or add a plain column and backfill online"
+    if op.default_kind in (m.DEFAULT_VOLATILE, m.DEFAULT_EXPRESSION):
+        if "rand" in functions_in(op.server_default):
+            return Effect(lock="ALGORITHM=INSTANT", same_value=True,
+                          note=f"DEFAULT {op.server_default} is added instantly: every existing row gets the SAME value"), \
+                "add the column without default and backfill per-row values in an online data migration"
+        return _copy(f"expression DEFAULT {op.server_default} copies the whole table (writes blocked)"), \
+            "add the column nullable without default and backfill in an online data migration"
+    if op.nullable is False and op.default_kind == m.DEFAULT_NONE:
+        return Effect(lock="ALGORITHM=INSTANT", fails="INSERTs that omit the column fail in strict mode",
+                      note="NOT NULL without a server default: existing rows get an implicit '' / 0"), ""
+    return m.QUIET, ""
+
+
+def effect(op: m.Operation, ctx: m.Context) -> tuple[Effect, str]:
+    kind = op.kind
+    if kind == m.ADD_FK and op.fk_checks_off and not op.new_table:
+        return Effect(lock="ALGORITHM=INPLACE", unvalidated=True,
+                      note="with foreign_key_checks=0 the FK is added instantly but existing rows are never validated"), \
+            "declare a separate orphan check (an online data migration that finds violating rows) and reference it in an ignore comment"
+    if op.new_table:
+        return m.QUIET, ""
+    if kind == m.ADD_COLUMN:
+        return _add_column(op)
+    if kind == m.ADD_FK:
+        return _copy("ADD FOREIGN KEY with foreign_key_checks=1 copies the whole table (writes blocked)"), _OSC
+    if kind == m.ADD_CHECK:
+        return _copy("ADD CHECK copies the whole table (writes blocked)"), _OSC
+    if kind == m.CREATE_INDEX and op.fulltext:
+        return Effect(lock="LOCK=SHARED", blocks_writes=True, scan=True,
+                      note="a FULLTEXT index can only be built with LOCK=SHARED (writes blocked for the build)"), _OSC
+    if kind in (m.ALTER_TYPE, m.CONVERT_CHARSET):
+        return _copy("a type or character set change usually copies the whole table (writes blocked)"), ""
+    if kind == m.SET_NOT_NULL:
+        return Effect(lock="ALGORITHM=INPLACE", rewrite=True,
+                      note="SET NOT NULL rebuilds the table in place and fails if old code writes NULLs"), ""
+    if kind == m.ADD_PK:
+        return _copy("ADD PRIMARY KEY rebuilds the table"), _OSC
+    if kind == m.TRUNCATE:
+        return Effect(lock="metadata lock", blocks_reads=True, blocks_writes=True,
+                      note="TRUNCATE drops and recreates the table"), ""
+    if kind == m.BATCH_RECREATE and op.value == "always":
+        return _copy("batch recreate=\"always\" copies the table into a new one"), "use plain op.* calls (recreate=\"auto\")"
+    return m.QUIET, ""

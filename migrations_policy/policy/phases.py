@@ -1,0 +1,52 @@
+"""Which phase an operation belongs to, and the dialect-independent safe alternative.
+
+The phase is about compatibility with the *code* that runs during a rolling
+upgrade (old and new code side by side after expand; only new code after
+contract).  What an operation does to the *database* (locks, rewrites) is in
+the per-dialect modules.
+"""
+
+from __future__ import annotations
+
+from . import model as m
+
+_PHASE = {
+    m.CREATE_TABLE: m.EXPAND, m.ADD_COLUMN: m.EXPAND, m.CREATE_INDEX: m.EXPAND, m.ENUM_ADD_VALUE: m.EXPAND,
+    m.SET_NOT_NULL: m.CONTRACT,
+    m.INSERT: m.DATA, m.UPDATE: m.DATA, m.DELETE: m.DATA, m.TRUNCATE: m.DATA,
+    **{kind: m.CONTRACT for kind in m.DROPS},
+    **{kind: m.MULTI_STEP for kind in m.RENAMES | m.TYPE_CHANGES},
+}
+
+_ALTERNATIVE = {
+    m.DROP_TABLE: "drop it in a contract script, once no running code uses it",
+    m.DROP_COLUMN: "stop using the column in code, then drop it in a contract script",
+    m.DROP_INDEX: "drop it in a contract script",
+    m.DROP_CONSTRAINT: "drop it in a contract script",
+    m.DROP_OTHER: "drop it in a contract script",
+    m.RENAME_TABLE: "create the new table in expand, copy rows in an online data migration, drop the old one in contract",
+    m.RENAME_COLUMN: "add the new column in expand, copy values in an online data migration, drop the old one in contract",
+    m.ALTER_TYPE: "add a new column of the new type in expand, migrate values online, drop the old column in contract",
+    m.CONVERT_CHARSET: "add new columns with the new character set, migrate values online, drop the old ones in contract",
+    m.SET_NOT_NULL: "backfill online, then set NOT NULL in contract (PostgreSQL: after a validated CHECK (col IS NOT NULL))",
+    m.ADD_COLUMN: "add it nullable or with a constant server_default; backfill in an online data migration",
+    m.UPDATE: "move the data change into an online data migration (batched, resumable)",
+    m.DELETE: "move the data change into an online data migration (batched, resumable)",
+    m.TRUNCATE: "empty the table in an online data migration, or drop it in contract",
+    m.CREATE_TABLE: "create it in an expand script",
+    m.CREATE_INDEX: "create it in an expand script",
+}
+
+
+def phase_of(op: m.Operation) -> str:
+    """The phase *op* belongs to (model.EXPAND, CONTRACT, DATA, ANY or MULTI_STEP)."""
+    if op.new_table and op.kind not in (m.CREATE_TABLE, m.DROP_TABLE):
+        return m.EXPAND  # nobody uses a table created in the same script yet
+    if op.kind in m.CONSTRAINTS:
+        return m.EXPAND if (op.not_valid or op.using_index) else m.CONTRACT
+    return _PHASE.get(op.kind, m.ANY)
+
+
+def alternative(op: m.Operation) -> str:
+    """A dialect-independent safe way to reach the same end."""
+    return _ALTERNATIVE.get(op.kind, "")

@@ -1,0 +1,351 @@
+"""Classify SQL text into normalized operations, with sqlparse's lexer.
+
+``from_sql("ALTER TABLE t DROP COLUMN c; -- DROP TABLE x")`` returns one
+``drop_column`` operation: the lexer marks comments, string literals, quoted
+identifiers and dollar-quoted bodies, so only real keywords in their syntactic
+position count (a column named ``drop`` or a literal ``'RENAME'`` never
+triggers).  Statements are split on top-level semicolons.  Unknown statements
+become ``other``; ``DO $$ ... $$`` blocks and function bodies are opaque.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlparse import lexer
+from sqlparse import tokens as T
+
+from . import model as m
+from .defaults import default_kind
+
+WORD, QUOTED, STRING, NUMBER, PUNCT, OTHER = "word", "quoted", "string", "number", "punct", "other"
+_COLUMN_CONSTRAINT_WORDS = {"NOT", "NULL", "REFERENCES", "UNIQUE", "PRIMARY", "CHECK", "CONSTRAINT", "GENERATED",
+                            "COLLATE", "COMMENT", "AUTO_INCREMENT", "ON", "AS", "STORED", "VIRTUAL", "PERSISTENT",
+                            "FIRST", "AFTER", "INVISIBLE"}
+_SERIAL_TYPES = {"SERIAL", "BIGSERIAL", "SMALLSERIAL", "SERIAL4", "SERIAL8", "SERIAL2"}
+_DROP_TARGETS = {"CONSTRAINT": m.DROP_CONSTRAINT, "FOREIGN": m.DROP_CONSTRAINT, "CHECK": m.DROP_CONSTRAINT,
+                 "PRIMARY": m.DROP_CONSTRAINT, "INDEX": m.DROP_INDEX, "KEY": m.DROP_INDEX}
+
+
+@dataclass(frozen=True)
+class Tok:
+    kind: str
+    value: str  # keywords upper-cased; quoted identifiers unquoted
+    raw: str = ""  # as written
+
+    def is_(self, *words: str) -> bool:
+        return self.kind == WORD and self.value in words
+
+
+_END = Tok(OTHER, "", "")
+
+
+def tokens(sql: str) -> list[Tok]:
+    """Lex *sql*, dropping whitespace and comments and splitting multi-word keywords."""
+    out: list[Tok] = []
+    for ttype, value in lexer.tokenize(sql):
+        if ttype in T.Whitespace or ttype in T.Newline or ttype in T.Comment:
+            continue
+        if ttype in T.Literal.String.Symbol or (ttype in T.Name and value[:1] in "`\"["):
+            out.append(Tok(QUOTED, value[1:-1], value))
+        elif ttype in T.Literal.String or ttype in T.Literal.String.Single or ttype is T.Literal:
+            out.append(Tok(STRING, value, value))
+        elif ttype in T.Literal.Number:
+            out.append(Tok(NUMBER, value, value))
+        elif ttype in T.Keyword or ttype in T.Name:
+            out.extend(Tok(WORD, part.upper(), part) for part in value.split())
+        elif ttype in T.Punctuation:
+            out.append(Tok(PUNCT, value, value))
+        else:
+            out.append(Tok(OTHER, value, value))
+    return out
+
+
+def statements(sql: str) -> list[list[Tok]]:
+    """*sql* split into statements (lists of tokens) on top-level semicolons."""
+    result, current = [], []
+    for tok in tokens(sql):
+        if tok.kind == PUNCT and tok.value == ";":
+            if current:
+                result.append(current)
+            current = []
+        else:
+            current.append(tok)
+    if current:
+        result.append(current)
+    return result
+
+
+class _Cursor:
+    def __init__(self, toks: list[Tok]):
+        self.toks, self.i = toks, 0
+
+    def peek(self, k: int = 0) -> Tok:
+        j = self.i + k
+        return self.toks[j] if j < len(self.toks) else _END
+
+    def accept(self, *words: str) -> bool:
+        """Consume *words* if they come next (all of them), else nothing."""
+        for k, word in enumerate(words):
+            if not self.peek(k).is_(word):
+                return False
+        self.i += len(words)
+        return True
+
+    def optional(self, *phrases: tuple[str, ...]) -> None:
+        for phrase in phrases:
+            self.accept(*phrase)
+
+    def name(self) -> str | None:
+        """An identifier, possibly qualified (``schema.table``): its last part."""
+        tok = self.peek()
+        if tok.kind not in (WORD, QUOTED):
+            return None
+        self.i += 1
+        while self.peek().kind == PUNCT and self.peek().value == "." and self.peek(1).kind in (WORD, QUOTED):
+            tok = self.peek(1)
+            self.i += 2
+        return tok.value if tok.kind == QUOTED else tok.value.lower()
+
+    def rest(self) -> list[Tok]:
+        return self.toks[self.i:]
+
+
+def _split_top_level(toks: list[Tok]) -> list[list[Tok]]:
+    parts, current, depth = [], [], 0
+    for tok in toks:
+        if tok.kind == PUNCT and tok.value == "(":
+            depth += 1
+        elif tok.kind == PUNCT and tok.value == ")":
+            depth -= 1
+        if depth == 0 and tok.kind == PUNCT and tok.value == ",":
+            parts.append(current)
+            current = []
+        else:
+            current.append(tok)
+    parts.append(current)
+    return [p for p in parts if p]
+
+
+def _text(toks: list[Tok]) -> str:
+    return " ".join(t.raw for t in toks).replace("( ", "(").replace(" )", ")").replace(" (", "(")
+
+
+def _has(toks: list[Tok], *words: str) -> bool:
+    return any(all(toks[i + k].is_(w) for k, w in enumerate(words)) for i in range(len(toks) - len(words) + 1))
+
+
+def _column_definition(table: str, cur: _Cursor, base: m.Operation) -> list[m.Operation]:
+    column = cur.name()
+    rest = cur.rest()
+    ops = []
+    default, i = "", 0
+    while i < len(rest):
+        if rest[i].is_("DEFAULT"):
+            j, depth = i + 1, 0
+            while j < len(rest) and (depth or not (rest[j].kind == WORD and rest[j].value in _COLUMN_CONSTRAINT_WORDS)):
+                depth += rest[j].value == "(" if rest[j].kind == PUNCT else 0
+                depth -= rest[j].value == ")" if rest[j].kind == PUNCT else 0
+                j += 1
+            default = _text(rest[i + 1:j])
+            i = j
+        else:
+            i += 1
+    generated = ""
+    if rest and rest[0].kind == WORD and rest[0].value in _SERIAL_TYPES or _has(rest, "AUTO_INCREMENT") or _has(rest, "IDENTITY"):
+        generated = "identity"
+    elif _has(rest, "STORED") or _has(rest, "PERSISTENT"):
+        generated = "stored"
+    elif _has(rest, "VIRTUAL") or (_has(rest, "AS") and _has(rest, "GENERATED")):
+        generated = "virtual"
+    nullable = False if _has(rest, "NOT", "NULL") or _has(rest, "PRIMARY", "KEY") else (True if _has(rest, "NULL") else None)
+    ops.append(base.with_(kind=m.ADD_COLUMN, table=table, column=column, nullable=nullable, server_default=default,
+                          default_kind=default_kind(default), generated=generated,
+                          unique=_has(rest, "UNIQUE"), primary_key=_has(rest, "PRIMARY", "KEY")))
+    if _has(rest, "REFERENCES"):
+        ops.append(base.with_(kind=m.ADD_FK, table=table, column=column, not_valid=_has(rest, "NOT", "VALID")))
+    return ops
+
+
+def _table_constraint(table: str, cur: _Cursor, base: m.Operation) -> list[m.Operation]:
+    name = cur.name() if cur.accept("CONSTRAINT") else None
+    rest = cur.rest()
+    flags = dict(table=table, name=name, not_valid=_has(rest, "NOT", "VALID"), using_index=_has(rest, "USING", "INDEX"))
+    first = cur.peek()
+    if first.is_("FOREIGN"):
+        return [base.with_(kind=m.ADD_FK, **flags)]
+    if first.is_("CHECK"):
+        return [base.with_(kind=m.ADD_CHECK, **flags)]
+    if first.is_("PRIMARY"):
+        return [base.with_(kind=m.ADD_PK, **flags)]
+    if first.is_("UNIQUE"):
+        return [base.with_(kind=m.ADD_UNIQUE, **flags)]
+    if first.is_("INDEX", "KEY", "FULLTEXT", "SPATIAL"):
+        return [base.with_(kind=m.CREATE_INDEX, table=table, fulltext=first.is_("FULLTEXT"))]
+    return []
+
+
+def _alter_column(table: str, cur: _Cursor, base: m.Operation) -> list[m.Operation]:
+    column = cur.name()
+    op = base.with_(table=table, column=column)
+    if cur.accept("SET", "DATA", "TYPE") or cur.accept("TYPE"):
+        return [op.with_(kind=m.ALTER_TYPE)]
+    if cur.accept("SET", "NOT", "NULL"):
+        return [op.with_(kind=m.SET_NOT_NULL)]
+    if cur.accept("DROP", "NOT", "NULL"):
+        return [op.with_(kind=m.DROP_NOT_NULL)]
+    if cur.accept("SET", "DEFAULT"):
+        text = _text(cur.rest())
+        return [op.with_(kind=m.SET_DEFAULT, server_default=text, default_kind=default_kind(text))]
+    if cur.accept("DROP", "DEFAULT"):
+        return [op.with_(kind=m.DROP_DEFAULT)]
+    return [op.with_(kind=m.OTHER)]
+
+
+def _alter_table_action(table: str, toks: list[Tok], base: m.Operation) -> list[m.Operation]:
+    cur = _Cursor(toks)
+    if cur.accept("ADD"):
+        if cur.peek().is_("CONSTRAINT", "FOREIGN", "CHECK", "PRIMARY", "UNIQUE", "INDEX", "KEY", "FULLTEXT", "SPATIAL"):
+            return _table_constraint(table, cur, base)
+        cur.accept("COLUMN")
+        cur.accept("IF", "NOT", "EXISTS")
+        return _column_definition(table, cur, base)
+    if cur.accept("DROP"):
+        target = cur.peek()
+        for word, kind in _DROP_TARGETS.items():
+            if target.is_(word):
+                cur.accept(word)
+                cur.optional(("KEY",), ("IF", "EXISTS"))
+                return [base.with_(kind=kind, table=table, name=cur.name())]
+        cur.accept("COLUMN")
+        cur.accept("IF", "EXISTS")
+        return [base.with_(kind=m.DROP_COLUMN, table=table, column=cur.name())]
+    if cur.accept("RENAME"):
+        if cur.accept("TO") or cur.accept("AS"):
+            return [base.with_(kind=m.RENAME_TABLE, table=table, name=cur.name())]
+        if cur.peek().is_("CONSTRAINT", "INDEX", "KEY"):
+            return [base.with_(kind=m.OTHER, table=table)]
+        cur.accept("COLUMN")
+        return [base.with_(kind=m.RENAME_COLUMN, table=table, column=cur.name())]
+    if cur.accept("ALTER"):
+        cur.accept("COLUMN")
+        return _alter_column(table, cur, base)
+    if cur.accept("MODIFY"):
+        cur.accept("COLUMN")
+        return [base.with_(kind=m.ALTER_TYPE, table=table, column=cur.name())]
+    if cur.accept("CHANGE"):
+        cur.accept("COLUMN")
+        old, new = cur.name(), cur.name()
+        ops = [base.with_(kind=m.ALTER_TYPE, table=table, column=old)]
+        if new and old != new:
+            ops.insert(0, base.with_(kind=m.RENAME_COLUMN, table=table, column=old))
+        return ops
+    if cur.accept("CONVERT", "TO", "CHARACTER", "SET") or cur.accept("CONVERT", "TO", "CHARSET"):
+        return [base.with_(kind=m.CONVERT_CHARSET, table=table)]
+    if cur.accept("VALIDATE", "CONSTRAINT"):
+        return [base.with_(kind=m.VALIDATE_CONSTRAINT, table=table, name=cur.name())]
+    return []
+
+
+def _alter(cur: _Cursor, base: m.Operation) -> list[m.Operation]:
+    if cur.accept("TABLE"):
+        cur.optional(("IF", "EXISTS"), ("ONLY",))
+        table = cur.name()
+        ops = []
+        for action in _split_top_level(cur.rest()):
+            ops.extend(_alter_table_action(table, action, base))
+        return ops or [base.with_(kind=m.OTHER, table=table)]
+    if cur.accept("TYPE"):
+        name = cur.name()
+        kind = m.ENUM_ADD_VALUE if cur.accept("ADD", "VALUE") else m.OTHER
+        return [base.with_(kind=kind, name=name)]
+    return [base.with_(kind=m.OTHER)]
+
+
+def _create(cur: _Cursor, base: m.Operation) -> list[m.Operation]:
+    unique = cur.accept("UNIQUE")
+    fulltext = cur.accept("FULLTEXT")
+    cur.accept("SPATIAL")
+    if cur.accept("INDEX"):
+        concurrently = cur.accept("CONCURRENTLY")
+        cur.accept("IF", "NOT", "EXISTS")
+        name = None if cur.peek().is_("ON") else cur.name()
+        cur.accept("ON")
+        cur.accept("ONLY")
+        return [base.with_(kind=m.CREATE_INDEX, table=cur.name(), name=name, unique=unique,
+                           concurrently=concurrently, fulltext=fulltext)]
+    while cur.peek().is_("TEMP", "TEMPORARY", "UNLOGGED", "GLOBAL", "LOCAL", "OR", "REPLACE"):
+        cur.i += 1
+    if cur.accept("TABLE"):
+        cur.accept("IF", "NOT", "EXISTS")
+        return [base.with_(kind=m.CREATE_TABLE, table=cur.name())]
+    return [base.with_(kind=m.OTHER)]
+
+
+def _drop(cur: _Cursor, base: m.Operation) -> list[m.Operation]:
+    if cur.accept("TABLE"):
+        cur.accept("IF", "EXISTS")
+        names = []
+        for part in _split_top_level(cur.rest()):
+            names.append(_Cursor(part).name())
+        return [base.with_(kind=m.DROP_TABLE, table=n) for n in names if n]
+    if cur.accept("INDEX"):
+        concurrently = cur.accept("CONCURRENTLY")
+        cur.accept("IF", "EXISTS")
+        name = cur.name()
+        table = cur.name() if cur.accept("ON") else None
+        return [base.with_(kind=m.DROP_INDEX, name=name, table=table, concurrently=concurrently)]
+    return [base.with_(kind=m.DROP_OTHER, name=_text(cur.rest()[:2]).lower())]
+
+
+def _dml(cur: _Cursor, base: m.Operation, kind: str) -> list[m.Operation]:
+    cur.optional(("INTO",), ("FROM",), ("TABLE",), ("ONLY",))
+    return [base.with_(kind=kind, table=cur.name())]
+
+
+def _set(cur: _Cursor, base: m.Operation) -> list[m.Operation]:
+    rest = cur.rest()
+    words = [t.value for t in rest if t.kind == WORD]
+    if "FOREIGN_KEY_CHECKS" in words:
+        value = rest[-1].value.upper()
+        return [base.with_(kind=m.OTHER, name="foreign_key_checks", value="off" if value in ("0", "OFF", "FALSE") else "on")]
+    return [base.with_(kind=m.OTHER)]
+
+
+def classify_statement(toks: list[Tok], text: str = "") -> list[m.Operation]:
+    """The operations of one statement (see ``statements``)."""
+    base = m.Operation(kind=m.OTHER, source="sql", text=text)
+    cur = _Cursor(toks)
+    first = cur.peek()
+    cur.i += 1
+    if first.is_("ALTER"):
+        return _alter(cur, base)
+    if first.is_("CREATE"):
+        return _create(cur, base)
+    if first.is_("DROP"):
+        return _drop(cur, base)
+    if first.is_("RENAME") and cur.accept("TABLE"):
+        return [base.with_(kind=m.RENAME_TABLE, table=cur.name())]
+    if first.is_("TRUNCATE"):
+        return [op.with_(kind=m.TRUNCATE) for op in _dml(cur, base, m.TRUNCATE)]
+    for word, kind in (("UPDATE", m.UPDATE), ("DELETE", m.DELETE), ("INSERT", m.INSERT),
+                       ("REPLACE", m.UPDATE), ("MERGE", m.UPDATE)):
+        if first.is_(word):
+            return _dml(cur, base, kind)
+    if first.is_("SET"):
+        return _set(cur, base)
+    if first.is_("COMMIT", "END"):
+        return [base.with_(kind=m.OTHER, name="transaction", value="commit")]
+    if first.is_("BEGIN", "START"):
+        return [base.with_(kind=m.OTHER, name="transaction", value="begin")]
+    if first.is_("REINDEX"):
+        return [base.with_(kind=m.OTHER, concurrently=_has(toks, "CONCURRENTLY"))]
+    return [base]
+
+
+def from_sql(sql: str) -> list[m.Operation]:
+    """Every operation in *sql* (one or more statements)."""
+    ops = []
+    for toks in statements(sql):
+        ops.extend(classify_statement(toks, _text(toks)[:200]))
+    return ops
