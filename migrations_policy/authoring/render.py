@@ -9,7 +9,8 @@ on PostgreSQL, MySQL/MariaDB and SQLite:
 * ``NotValidForeignKey``: ``NOT VALID`` on PostgreSQL; ``foreign_key_checks=0``
   on MySQL (a checked ADD FOREIGN KEY copies the table); none on SQLite (no ALTER
   TABLE ADD CONSTRAINT there); existing rows are checked by a data migration;
-* ``NotNullCheck``: ``CHECK (col IS NOT NULL) NOT VALID`` on PostgreSQL only;
+* ``SetNotNull``: contract's SET NOT NULL, on PostgreSQL through a validated
+  ``CHECK (col IS NOT NULL)`` so that no step holds an exclusive lock for a scan;
 * ``ValidateConstraint``: ``VALIDATE CONSTRAINT`` on PostgreSQL (in contract);
 * ``Batch``: ops inside ``op.batch_alter_table`` (SQLite rebuilds, others ALTER);
 * ``Note``: comment lines telling the developer what to fill in.
@@ -107,17 +108,22 @@ class DropForeignKeyWhereAdded(PolicyOp):
         self.name, self.table = name, table
 
 
-class NotNullCheck(PolicyOp):
-    def __init__(self, table: str, column: str, name: str):
-        self.table, self.column, self.name = table, column, name
+class SetNotNull(PolicyOp):
+    """Contract: SET NOT NULL without a long exclusive lock.
+
+    PostgreSQL, each step in its own transaction: ``CHECK (col IS NOT NULL) NOT
+    VALID`` (brief lock), ``VALIDATE`` (scans, writes go on), ``SET NOT NULL``
+    (skips the scan: the validated check proves it), drop the check.  The check
+    is not added in expand: PostgreSQL enforces a NOT VALID check on every later
+    INSERT and UPDATE, so old code writing a row whose column is still NULL
+    would fail.  Elsewhere: ``alter_column`` in ``batch_alter_table``.
+    """
+
+    def __init__(self, alter: ops.AlterColumnOp, check_name: str):
+        self.alter, self.check_name = alter, check_name
 
     def reverse(self):
-        return DropNotNullCheck(self.table, self.column, self.name)
-
-
-class DropNotNullCheck(NotNullCheck):
-    def reverse(self):
-        return NotNullCheck(self.table, self.column, self.name)
+        return Batch(self.alter.table_name, [self.alter.reverse()], self.alter.schema)
 
 
 class ValidateConstraint(PolicyOp):
@@ -209,14 +215,24 @@ def _drop_fk_where_added(autogen_context, op: DropForeignKeyWhereAdded) -> list[
     ]
 
 
-@renderers.dispatch_for(NotNullCheck)
-def _not_null_check(autogen_context, op: NotNullCheck) -> list[str]:
-    if isinstance(op, DropNotNullCheck):
-        body = f"op.drop_constraint({op.name!r}, {op.table!r}, type_='check')"
-    else:
-        body = (f"op.create_check_constraint({op.name!r}, {op.table!r}, "
-                f"sa.column({op.column!r}).is_not(None), postgresql_not_valid=True)")
-    return [_PG, body, END]
+@renderers.dispatch_for(SetNotNull)
+def _set_not_null(autogen_context, op: SetNotNull) -> list[str]:
+    table, column, check = op.alter.table_name, op.alter.column_name, op.check_name
+    validate = f"ALTER TABLE {quote_pg(table)} VALIDATE CONSTRAINT {quote_pg(check)}"
+    return [
+        _PG,
+        "# one transaction per step: VALIDATE scans without blocking writes, SET NOT NULL then skips the scan",
+        "with op.get_context().autocommit_block():",
+        f"op.create_check_constraint({check!r}, {table!r}, sa.column({column!r}).is_not(None), "
+        "postgresql_not_valid=True)",
+        f"op.execute(sa.text({validate!r}))",
+        *_render(autogen_context, op.alter),
+        f"op.drop_constraint({check!r}, {table!r}, type_='check')",
+        DEDENT,
+        "else:",
+        *_batch(autogen_context, Batch(table, [op.alter], op.alter.schema)),
+        END,
+    ]
 
 
 @renderers.dispatch_for(ValidateConstraint)

@@ -9,8 +9,8 @@ Each op autogenerate found is described to the knowledge base
   (``CONCURRENTLY`` on PostgreSQL), foreign keys on existing tables (``NOT
   VALID`` on PostgreSQL, validated in contract, orphans found by a data migration),
   defaults, comments, dropping NOT NULL;
-* contract: drops, SET NOT NULL (after a ``NOT VALID`` check on PostgreSQL in
-  expand), other constraints on existing tables;
+* contract: drops, SET NOT NULL (on PostgreSQL through a validated ``CHECK``,
+  see ``render.SetNotNull``), other constraints on existing tables;
 * multi-step (type change, rename): expand adds the new column, a data migration
   copies, contract drops the old column.
 
@@ -56,10 +56,11 @@ class _TableWork:
     drop_constraints: list = field(default_factory=list)
     drop_indexes: list = field(default_factory=list)
     alters: list = field(default_factory=list)  # alter / drop column, inside batch_alter_table
+    set_not_null: list = field(default_factory=list)
     after: list = field(default_factory=list)
 
     def operations(self, table: str, schema: str | None) -> list:
-        out = list(self.validate)
+        out = list(self.validate) + self.set_not_null
         if self.drop_constraints:
             out.append(Batch(table, self.drop_constraints, schema))
         out.extend(self.drop_indexes)
@@ -160,21 +161,16 @@ class Planner:
             work.alters.append(op)
 
     def _set_not_null(self, op: ops.AlterColumnOp, work: _TableWork) -> None:
-        """Expand: a NOT VALID check (PostgreSQL); data: backfill NULLs; contract: SET NOT NULL."""
+        """Data: backfill NULLs; contract: SET NOT NULL (``render.SetNotNull``)."""
         table, column = op.table_name, op.column_name
-        check = stubs.migration_name("ck", table, column, "not_null")[:63]
         name = stubs.migration_name(table, column, "not_null")
-        self.plan.expand.append(Note(
-            f"{table}.{column} becomes NOT NULL in contract.  Until then new rows are\n"
-            f"checked on PostgreSQL (NOT VALID: existing rows are not scanned), and the\n"
-            f"{name!r} data migration fills existing NULLs: FILL IN its value."))
-        self.plan.expand.append(render.NotNullCheck(table, column, check))
         self.plan.stubs.append(stubs.Stub(stubs.BACKFILL, name, table, self._key_of(table), column))
-        work.validate.append(render.ValidateConstraint(table, check))
-        work.alters.append(ops.AlterColumnOp(
-            table, column, schema=op.schema, modify_nullable=False, existing_type=op.existing_type,
-            existing_server_default=op.existing_server_default, existing_nullable=True))
-        work.after.append(_DropCheck(table, column, check))
+        alter = ops.AlterColumnOp(table, column, schema=op.schema, modify_nullable=False,
+                                  existing_type=op.existing_type, existing_server_default=op.existing_server_default,
+                                  existing_nullable=True)
+        work.set_not_null.append(Note(f"{table}.{column} becomes NOT NULL: the {name!r} data migration\n"
+                                      "fills existing NULLs first (FILL IN its value)."))
+        work.set_not_null.append(render.SetNotNull(alter, stubs.migration_name("ck", table, column, "not_null")[:63]))
 
     def _replace_column(self, op: ops.AlterColumnOp, work: _TableWork) -> None:
         """Type change or rename: new column in expand, copy, drop the old one in contract."""
@@ -221,10 +217,6 @@ class Planner:
         if op.constraint_name:
             work.validate.append(render.ValidateConstraint(op.source_table, op.constraint_name))
             work.after.append(render.SqliteRebuildForeignKey(op))
-
-
-class _DropCheck(render.DropNotNullCheck):
-    """Contract: the NOT NULL check is redundant once the column is NOT NULL."""
 
 
 # -- process_revision_directives ----------------------------------------------------
@@ -317,7 +309,7 @@ def _write_stubs(context, plan: Plan, revision: str, message: str | None) -> Non
     module = f"{package}.{path.stem}" if package else path.stem
     config.print_stdout(f"  Generating {path} ... done (data migrations: review them, and add "
                         f"{module} to the data_migrations setting)")
-    plan.expand.insert(0, Note(
+    (plan.expand or plan.contract).insert(0, Note(
         f"Data migrations for this change: {module} ({path.name});\n"
         f"review them, and list {module!r} in the data_migrations setting."))
 
