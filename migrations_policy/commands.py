@@ -294,9 +294,33 @@ def online_data_migrations(project: Project, **options: Any) -> DataMigrationsRe
     return DataMigrationsResult(exit_code=report.exit_code, report=report)
 
 
-# -- authoring (init, check-models, revision): see migrations_policy.authoring.commands
-from .authoring.commands import adopt, check_models, init, revision  # noqa: E402
+# -- authoring (init, check-models, revision): migrations_policy.authoring.commands
+def init(directory: str, **options: Any) -> Result:
+    """``migrations-policy init DIR``: an alembic environment in the expand/contract layout."""
+    from .authoring.commands import init as run
 
+    return run(directory, **options)
+
+
+def adopt(config_file: str, **options: Any) -> Result:
+    """``migrations-policy init --adopt``: both branches start at the current head."""
+    from .authoring.commands import adopt as run
+
+    return run(config_file, **options)
+
+
+def check_models(target: str, project: Project | None = None) -> Result:
+    """``migrations-policy check-models MODULE[:NAME]``: object tables without a version column."""
+    from .authoring.commands import check_models as run
+
+    return run(target, project)
+
+
+def revision(project: Project, message: str, rev_id: str | None = None) -> Result:
+    """``dbsync revision -m MSG``: autogenerate, split into expand and contract scripts."""
+    from .authoring.commands import revision as run
+
+    return run(project, message, rev_id=rev_id)
 
 
 # -- lint ---------------------------------------------------------------------
