@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from . import operations  # noqa: F401  (registers op.require_data_migrations)
+
 #: Every table the framework owns starts with this prefix.
 TABLE_PREFIX = "migrations_policy_"
 

@@ -157,19 +157,31 @@ def evaluate(connection: Connection, script: ScriptDirectory, revisions: list[Sc
                 verdict.missing_expand.append((rev.revision, parent.revision))
         for name in requirements_of(rev):
             required.setdefault(name, []).append(rev.revision)
-    if required:
-        from .data.runner import pending_migrations
-
-        known = [registry[name] for name in required if name in registry]
-        live = {p.name: p for p in pending_migrations(connection, known)}
-        for name, required_by in required.items():
-            found = live.get(name)
-            if found is None:
-                verdict.pending.append(PendingMigration(name, None, "unknown (not declared)", required_by))
-            elif found.remaining is None or found.remaining > 0:
-                # The live count decides; the ledger's state is reported for the operator.
-                verdict.pending.append(PendingMigration(name, found.remaining, found.state, required_by))
+    verdict.pending = unfinished(connection, registry, required)
     return verdict
+
+
+def unfinished(connection: Connection, registry: Any, required: dict[str, list[str]]) -> list[PendingMigration]:
+    """Of the *required* data migrations ({name: [requiring revisions]}), those not complete.
+
+    The live remaining count decides (the ledger's state is only reported):
+    a migration whose table or columns do not exist yet, or that is not
+    declared at all, is not complete either.
+    """
+    if not required:
+        return []
+    from .data.runner import pending_migrations
+
+    known = [registry[name] for name in required if name in registry]
+    live = {p.name: p for p in pending_migrations(connection, known)}
+    found = []
+    for name, required_by in required.items():
+        migration = live.get(name)
+        if migration is None:
+            found.append(PendingMigration(name, None, "unknown (not declared)", required_by))
+        elif migration.remaining is None or migration.remaining > 0:
+            found.append(PendingMigration(name, migration.remaining, migration.state, required_by))
+    return found
 
 
 def forced_by() -> str:

@@ -28,6 +28,7 @@ from alembic.runtime.migration import RevisionStep
 from . import gate, lock_timeout
 from .config import Settings, load_settings
 from .environment import TABLE_PREFIX
+from .operations import GATE_CHECKED_ATTRIBUTE
 from .revisions import CONTRACT, phase_of
 
 log = logging.getLogger(__name__)
@@ -94,6 +95,7 @@ def _annotate_offline(migration_context: Any, revisions: list) -> None:
 
 def _guard(context: Any, original: Callable) -> Callable:
     def steps_after_checks(heads, migration_context):
+        context.config.attributes[GATE_CHECKED_ATTRIBUTE] = False
         steps = list(original(heads, migration_context))
         upgrades = [s.revision for s in steps if isinstance(s, RevisionStep) and s.is_upgrade]
         if not upgrades:
@@ -114,6 +116,7 @@ def _guard(context: Any, original: Callable) -> Callable:
                         connection.rollback()
                     raise gate.GateRefused(verdict, how_to_finish(context.config))
                 gate.record_force(connection, verdict, reason)
+        context.config.attributes[GATE_CHECKED_ATTRIBUTE] = True
         revisions_table.create(connection, checkfirst=True)
         lock_timeout.set_session_lock_timeout(connection, settings.lock_timeout)
         if connection.in_transaction():
