@@ -93,7 +93,12 @@ class _Scanner:
             else:
                 env[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
-            values = list(value) if value is not _UNKNOWN and len(value) == len(target.elts) else [_UNKNOWN] * len(target.elts)
+            try:
+                values = list(value) if value is not _UNKNOWN else []
+            except Exception:  # noqa: BLE001
+                values = []
+            if len(values) != len(target.elts):
+                values = [_UNKNOWN] * len(target.elts)
             for elt, item in zip(target.elts, values):
                 self.bind(elt, item, env)
 
@@ -102,7 +107,9 @@ class _Scanner:
             self.call(node.value, env, depth)
         elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
             value = self.call(node.value, env, depth) if isinstance(node.value, ast.Call) else self.eval(node.value, env)
-            for target in getattr(node, "targets", [node.target]):
+            if isinstance(node, ast.AugAssign):
+                value = _UNKNOWN
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                 self.bind(target, value, env)
         elif isinstance(node, (ast.With, ast.AsyncWith)):
             self.with_(node, env, depth)

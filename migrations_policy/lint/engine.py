@@ -73,7 +73,15 @@ def _record_all(module, tree, upgrade, path: Path, options: Options, hits: list[
 
                 results[dialect] = record_on_scratch_database(upgrade, options.url, filename)
                 continue
-            scan = astscan.scan(module, tree, dialect, filename)
+            try:
+                scan = astscan.scan(module, tree, dialect, filename)
+            except (ScriptTimeout, KeyboardInterrupt):
+                raise
+            except Exception as scan_exc:  # noqa: BLE001 - the source could not be followed either
+                results[dialect] = []
+                hits.append(Hit(line or 1, OFFLINE, f"upgrade() cannot run offline ({one_line(exc)}) and its source "
+                                f"could not be followed ({one_line(scan_exc)}): NOT linted; run with --url SCRATCH_DB", dialect))
+                continue
             results[dialect] = scan.recording.ops
             message = (f"upgrade() cannot run offline ({one_line(exc)}); linted from source instead"
                        f"{f', {len(set(scan.unevaluated))} op call(s) read from literals only' if scan.unevaluated else ''}"

@@ -8,7 +8,7 @@ commit DDL implicitly, so there it must be a throwaway database.
 
 from __future__ import annotations
 
-from sqlalchemy import create_engine
+from sqlalchemy import create_engine, event
 from sqlalchemy.exc import SQLAlchemyError
 
 from .._urls import mask_text, mask_url, parse_url
@@ -16,8 +16,21 @@ from ..errors import DatabaseError
 from .recorder import record_online
 
 
-def record_on_scratch_database(upgrade, url: str, filename: str) -> list:
+def _engine(url: str):
     engine = create_engine(parse_url(url))
+    if engine.dialect.name == "sqlite":  # pysqlite commits before DDL unless told to BEGIN itself
+        @event.listens_for(engine, "connect")
+        def _no_implicit_transactions(dbapi_connection, record):
+            dbapi_connection.isolation_level = None
+
+        @event.listens_for(engine, "begin")
+        def _begin(conn):
+            conn.exec_driver_sql("BEGIN")
+    return engine
+
+
+def record_on_scratch_database(upgrade, url: str, filename: str) -> list:
+    engine = _engine(url)
     try:
         with engine.connect() as conn:
             trans = conn.begin()
