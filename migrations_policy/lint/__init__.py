@@ -30,8 +30,11 @@ from .report import Finding, LintReport
 __all__ = ["run", "collect", "LintReport", "Finding"]
 
 
-def collect(paths: Iterable[str | Path]) -> list[Path]:
-    """Files to lint: given files as they are; in directories, ``*.py`` files declaring a revision."""
+def collect(paths: Iterable[str | Path], headers: dict | None = None) -> list[Path]:
+    """Files to lint: given files as they are; in directories, ``*.py`` files declaring a revision.
+
+    The headers read on the way are stored in *headers* (path -> ``Header``) when given.
+    """
     files: list[Path] = []
     for raw in paths:
         path = Path(raw)
@@ -43,8 +46,11 @@ def collect(paths: Iterable[str | Path]) -> list[Path]:
                     head = found.read_text(encoding="utf-8", errors="replace")[:20000]
                 except OSError:
                     head = ""
-                if read_header(head).revision is not None:
+                header = read_header(head)
+                if header.revision is not None:
                     files.append(found)
+                    if headers is not None:
+                        headers[found] = header
         elif path.exists():
             files.append(path)
         else:
@@ -79,7 +85,8 @@ def run(
     unknown = [d for d in dialects if d not in DIALECTS]
     if unknown:
         raise UsageError(f"unknown dialect(s) {', '.join(unknown)} (known: {', '.join(DIALECTS)})")
-    files = collect(paths)
+    headers: dict = {}
+    files = collect(paths, headers)
     if url:
         from .scratch import check_scratch_database
 
@@ -91,7 +98,7 @@ def run(
 
     options = Options(dialects=dialects, context=Context(postgresql_version=settings.postgresql_version),
                       timeout=getattr(settings, "lint_timeout", 10.0), url=url)
-    resolver = PhaseResolver(files) if phase is None else None
+    resolver = PhaseResolver(files, headers) if phase is None else None
     cache = Cache(cache_dir() if not url else None)
     report = LintReport(files=len(files))
     for path in files:

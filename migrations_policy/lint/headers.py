@@ -67,31 +67,43 @@ def _read(path: Path) -> Header | None:
 class PhaseResolver:
     """Resolves phases from the headers of the linted files and their siblings."""
 
-    def __init__(self, files: list[Path]):
+    def __init__(self, files: list[Path], known: dict[Path, Header] | None = None):
         self.by_revision: dict[str, Header] = {}
+        self.by_path: dict[Path, Header | None] = dict(known or {})
+        self._labels: dict[str, str | None] = {}
         candidates = dict.fromkeys(files)
         for directory in dict.fromkeys(path.parent for path in files):
             candidates.update(dict.fromkeys(sorted(directory.glob("*.py"))))
         for candidate in candidates:
-            header = _read(candidate)
+            header = self.by_path[candidate] if candidate in self.by_path else _read(candidate)
+            self.by_path[candidate] = header
             if header and header.revision:
                 self.by_revision.setdefault(header.revision, header)
 
     def _label(self, header: Header) -> str | None:
-        stack, seen = [header], set()
-        while stack:
-            current = stack.pop()
-            for phase in PHASES:
-                if phase in current.branch_labels:
-                    return phase
-            for down in current.down_revisions:
-                if down not in seen and down in self.by_revision:
-                    seen.add(down)
-                    stack.append(self.by_revision[down])
-        return None
+        """The first expand/contract label down the history (memoized: long chains stay linear)."""
+        chain, current, label = [], header, None
+        while current is not None:
+            if current.revision in self._labels:
+                label = self._labels[current.revision]
+                break
+            if current.revision in chain:
+                break  # a cycle: alembic would refuse it; no label
+            chain.append(current.revision)
+            label = next((p for p in PHASES if p in current.branch_labels), None)
+            if label:
+                break
+            downs = [self.by_revision[d] for d in current.down_revisions if d in self.by_revision]
+            if len(downs) > 1:  # a merge point: the first parent that has a label
+                label = next((found for found in map(self._label, downs) if found), None)
+                break
+            current = downs[0] if downs else None
+        for revision in chain:
+            self._labels[revision] = label
+        return label
 
     def phase(self, path: Path, header: Header | None = None) -> str:
-        header = header or _read(path)
+        header = header or (self.by_path[path] if path in self.by_path else _read(path))
         if header is not None:
             label = self._label(header)
             if label:
