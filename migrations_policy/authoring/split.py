@@ -130,7 +130,7 @@ class Planner:
             elif isinstance(op, ops.DropConstraintOp):
                 work.drop_constraints.append(op)
             else:
-                self._place(op, classify.describe(op, table=table, new_table=new), work)
+                self._place(op, classify.describe(op, new_table=new), work)
         if not new:
             self._guess_renames(table, added, dropped)
         self.plan.contract.extend(work.operations(table, schema))

@@ -106,6 +106,14 @@ def workspace(tmp_path, db_url) -> Workspace:
     return Workspace(tmp_path, db_url)
 
 
+@pytest.fixture
+def sqlite_workspace(tmp_path) -> Workspace:
+    """For tests whose point is not the backend (offline comparisons, CLI plumbing)."""
+    import sqlalchemy as sa
+
+    return Workspace(tmp_path, sa.URL.create("sqlite", database=str(tmp_path / "test.db")))
+
+
 def module_of(path: Path):
     """The revision module's attributes (revision, down_revision, depends_on, ...)."""
     import runpy

@@ -1,5 +1,6 @@
 """Release 2: ``meta`` replaces ``extra``, ``display_name`` (255) replaces ``name`` (64),
-object tables get a ``version`` column, and ports reference nodes.
+object tables get a ``version`` column (``VersionedMixin``: indexed, written from
+``VERSION`` or the pinned release's version), and ports reference nodes.
 
 During the rolling upgrade release-1 services still read and write ``extra`` and
 ``name``, so release 2 keeps mapping them and writes both the old and the new
@@ -9,6 +10,8 @@ column; online data migrations copy what release 1 wrote.
 from sqlalchemy import ForeignKey, Integer, String, Text, event
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from migrations_policy.authoring import VersionedMixin
+
 RELEASE = "2.0"
 OBJECT_VERSIONS = {"Node": "1.1", "Port": "1.1"}
 
@@ -17,8 +20,9 @@ class Base(DeclarativeBase):
     pass
 
 
-class Node(Base):
+class Node(VersionedMixin, Base):
     __tablename__ = "nodes"
+    VERSION = OBJECT_VERSIONS["Node"]
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     uuid: Mapped[str] = mapped_column(String(36), unique=True)
@@ -27,17 +31,16 @@ class Node(Base):
     extra: Mapped[str | None] = mapped_column(Text)
     meta: Mapped[str | None] = mapped_column(Text)
     provision_state: Mapped[str] = mapped_column(String(15), server_default="enroll")
-    version: Mapped[str | None] = mapped_column(String(15))
 
 
-class Port(Base):
+class Port(VersionedMixin, Base):
     __tablename__ = "ports"
+    VERSION = OBJECT_VERSIONS["Port"]
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     node_id: Mapped[int | None] = mapped_column(Integer, ForeignKey("nodes.id", name="fk_ports_node_id_nodes"),
                                                 index=True)
     address: Mapped[str] = mapped_column(String(18))
-    version: Mapped[str | None] = mapped_column(String(15))
 
 
 @event.listens_for(Node, "before_insert")

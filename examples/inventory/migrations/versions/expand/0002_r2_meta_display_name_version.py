@@ -1,7 +1,8 @@
 """release 2: nodes.meta, nodes.display_name, version columns, ports -> nodes FK
 
-Every change is additive and online: nullable columns with no default, an index
-built CONCURRENTLY on PostgreSQL (online INPLACE on MariaDB), and the foreign
+Every change is additive and online: nullable columns with no default, indexes
+(ports.node_id, and the version columns the object-version checks read) built
+CONCURRENTLY on PostgreSQL (online INPLACE on MariaDB), and the foreign
 key added without validating existing rows (NOT VALID on PostgreSQL;
 foreign_key_checks=0 on MariaDB, where a checked ADD FOREIGN KEY copies the
 table).  Existing rows are checked by the ``port_node_orphans`` data migration
@@ -30,10 +31,14 @@ def upgrade() -> None:
     if dialect == "postgresql":
         with op.get_context().autocommit_block():
             op.create_index("ix_ports_node_id", "ports", ["node_id"], postgresql_concurrently=True)
+            op.create_index("ix_nodes_version", "nodes", ["version"], postgresql_concurrently=True)
+            op.create_index("ix_ports_version", "ports", ["version"], postgresql_concurrently=True)
         op.create_foreign_key("fk_ports_node_id_nodes", "ports", "nodes", ["node_id"], ["id"],
                               postgresql_not_valid=True)
     else:
         op.create_index("ix_ports_node_id", "ports", ["node_id"])
+        op.create_index("ix_nodes_version", "nodes", ["version"])
+        op.create_index("ix_ports_version", "ports", ["version"])
     if dialect == "mysql":
         op.execute("SET foreign_key_checks = 0")
         # migrations-policy: ignore[MP142] existing rows are checked by the port_node_orphans data migration
@@ -45,6 +50,8 @@ def downgrade() -> None:
     dialect = op.get_context().dialect.name
     if dialect in ("postgresql", "mysql"):
         op.drop_constraint("fk_ports_node_id_nodes", "ports", type_="foreignkey")
+    op.drop_index("ix_ports_version", "ports")
+    op.drop_index("ix_nodes_version", "nodes")
     op.drop_index("ix_ports_node_id", "ports")
     op.drop_column("ports", "version")
     op.drop_column("nodes", "version")
