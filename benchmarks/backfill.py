@@ -1,0 +1,213 @@
+"""Backfill benchmark: copy one text column to another in N rows, four ways.
+
+* ``single UPDATE``: one set-based statement over the whole table (the limit);
+* ``runner bN``: ``migrations_policy.data.run`` at a few batch sizes;
+* ``ORM loop 50``: nova-style: query 50 pending rows through the ORM, set them,
+  commit, repeat until none is left (measured over its first ``--orm-rows``
+  rows only: it slows down as the table fills, so this flatters it).
+
+Each method runs in a child process on a freshly filled table, so the peak RSS
+reported is its own.  PostgreSQL comes from ``migrations_policy.testing.servers``
+(a throwaway server on 127.0.0.1); SQLite uses a file in a temporary directory.
+
+    python benchmarks/backfill.py                       # PostgreSQL 1M rows, SQLite 1M rows
+    python benchmarks/backfill.py --rows 200000 --backends sqlite
+    python benchmarks/backfill.py --rows 100000,1000000 --backends postgresql   # RSS as N grows
+
+Goal (issue 6): runner >= 0.8x the single UPDATE on dense integer keys, >= 30x
+the ORM loop, every batch transaction <= 100 ms, RSS flat as N grows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+import sqlalchemy as sa
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
+
+TABLE = "bench_items"
+metadata = sa.MetaData()
+bench = sa.Table(
+    TABLE, metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("src", sa.String(40)),
+    sa.Column("dst", sa.String(40)),
+)
+PENDING = sa.and_(bench.c.dst.is_(None), bench.c.src.is_not(None))
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Item(Base):
+    __table__ = bench
+
+
+# -- the methods (run in a child process) ------------------------------------------------
+def single_update(engine: sa.Engine, args) -> dict:
+    started = time.perf_counter()
+    with engine.begin() as conn:
+        rows = conn.execute(sa.update(bench).where(PENDING).values(dst=bench.c.src)).rowcount
+    seconds = time.perf_counter() - started
+    return {"rows": rows, "seconds": seconds, "longest_batch": seconds}
+
+
+def runner(engine: sa.Engine, args) -> dict:
+    from migrations_policy.data import DataMigration, Registry, RunOptions, run
+
+    light = sa.table(TABLE, sa.column("id", sa.Integer), sa.column("src"), sa.column("dst"))
+    migration = DataMigration("bench_copy", table=light, key="id",
+                              pending=sa.and_(light.c.dst.is_(None), light.c.src.is_not(None)),
+                              values={"dst": light.c.src})
+    started = time.perf_counter()
+    report = run(engine, Registry([migration]), RunOptions(batch_size=args.batch_size))
+    seconds = time.perf_counter() - started
+    [m] = report.migrations
+    assert m.state == "complete", report.text()
+    return {"rows": m.migrated, "seconds": seconds, "longest_batch": m.longest_batch_seconds,
+            "strategy": m.strategy, "batches": m.batches}
+
+
+def orm_loop(engine: sa.Engine, args) -> dict:
+    """nova's pattern: SELECT ... WHERE pending LIMIT 50 through the ORM, update, commit, repeat."""
+    done, longest = 0, 0.0
+    started = time.perf_counter()
+    with Session(engine) as session:
+        while done < args.orm_rows:
+            batch_started = time.perf_counter()
+            found = session.query(Item).filter(Item.dst.is_(None), Item.src.is_not(None)).limit(50).all()
+            if not found:
+                break
+            for item in found:
+                item.dst = item.src
+            session.commit()
+            done += len(found)
+            longest = max(longest, time.perf_counter() - batch_started)
+    return {"rows": done, "seconds": time.perf_counter() - started, "longest_batch": longest}
+
+
+METHODS = {"single": single_update, "runner": runner, "orm": orm_loop}
+
+
+def child(args) -> None:
+    engine = sa.create_engine(args.url)
+    result = METHODS[args.child](engine, args)
+    engine.dispose()
+    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps(result))
+
+
+# -- the parent: fill, run each method in a child, report ---------------------------------
+def fill(engine: sa.Engine, rows: int) -> None:
+    from migrations_policy.data.ledger import metadata as ledger_metadata
+
+    metadata.drop_all(engine)
+    metadata.create_all(engine)
+    ledger_metadata.create_all(engine)
+    seq = sa.select(sa.literal(1).label("i")).cte("seq", recursive=True)
+    seq = seq.union_all(sa.select(seq.c.i + 1).where(seq.c.i < rows))
+    label = sa.literal("value-", sa.String) + sa.cast(seq.c.i, sa.String)
+    with engine.begin() as conn:
+        conn.execute(sa.insert(bench).from_select(["id", "src"], sa.select(seq.c.i, label)))
+    vacuum(engine)
+
+
+def vacuum(engine: sa.Engine) -> None:
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.exec_driver_sql("VACUUM ANALYZE bench_items" if engine.dialect.name == "postgresql" else "VACUUM")
+
+
+def measure(url: sa.URL, method: str, rows: int, batch_size: int, orm_rows: int, done_before: int = 0) -> dict:
+    """Run *method* in a child on a fresh table whose first *done_before* rows are already migrated."""
+    engine = sa.create_engine(url)
+    fill(engine, rows)
+    if done_before:
+        with engine.begin() as conn:
+            conn.execute(sa.update(bench).where(bench.c.id <= done_before).values(dst=bench.c.src))
+        vacuum(engine)
+    engine.dispose()
+    cmd = [sys.executable, __file__, "--child", method, "--url", url.render_as_string(hide_password=False),
+           "--batch-size", str(batch_size), "--orm-rows", str(orm_rows)]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if out.returncode:
+        raise SystemExit(f"{method} failed: {out.stderr.strip()[-500:]}")
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    result["rows_per_s"] = result["rows"] / result["seconds"]
+    return result
+
+
+def best_of(repeat: int, *args, **kwargs) -> dict:
+    """The fastest of *repeat* measurements (a shared machine only ever makes things slower)."""
+    return max((measure(*args, **kwargs) for _ in range(repeat)), key=lambda r: r["rows_per_s"])
+
+
+def bench_backend(name: str, url: sa.URL, rows: int, batch_sizes: list[int], orm_rows: int,
+                  repeat: int = 1) -> list[dict]:
+    results = [{"method": "single UPDATE", **best_of(repeat, url, "single", rows, 0, 0)}]
+    for size in batch_sizes:
+        results.append({"method": f"runner b{size}", **best_of(repeat, url, "runner", rows, size, 0)})
+    orm_rows = min(orm_rows, rows // 2)
+    results.append({"method": "ORM loop 50", **best_of(repeat, url, "orm", rows, 0, orm_rows)})
+    results.append({"method": "ORM @50%", **best_of(repeat, url, "orm", rows, 0, orm_rows, done_before=rows // 2)})
+    limit = results[0]["rows_per_s"]
+    orm = results[-2]["rows_per_s"]
+    print(f"\n{name}, {rows:,} rows; the ORM loop over {orm_rows:,} rows from the start, and again with "
+          f"half the table already migrated (@50%); x ORM is against the first, its best case")
+    print(f"{'method':<16}{'rows':>10}{'seconds':>9}{'rows/s':>11}{'x UPDATE':>10}{'x ORM':>8}"
+          f"{'longest batch':>15}{'peak RSS':>10}")
+    for r in results:
+        print(f"{r['method']:<16}{r['rows']:>10,}{r['seconds']:>9.2f}{r['rows_per_s']:>11,.0f}"
+              f"{r['rows_per_s'] / limit:>10.2f}{r['rows_per_s'] / orm:>8.1f}"
+              f"{r['longest_batch'] * 1000:>12.1f} ms{r['peak_rss_mb']:>7.0f} MB")
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", default="1000000", help="rows per table; several comma-separated for RSS growth")
+    parser.add_argument("--backends", default="postgresql,sqlite")
+    parser.add_argument("--batch-sizes", default="1000,5000,20000")
+    parser.add_argument("--orm-rows", type=int, default=20000, help="rows the ORM loop migrates before it is stopped")
+    parser.add_argument("--repeat", type=int, default=1, help="measure each method this many times, keep the best")
+    parser.add_argument("--json", metavar="FILE", help="also write every result to FILE")
+    parser.add_argument("--child", choices=METHODS, help=argparse.SUPPRESS)
+    parser.add_argument("--url", help=argparse.SUPPRESS)
+    parser.add_argument("--batch-size", type=int, default=5000, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        return child(args)
+    batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
+    everything = {}
+    for backend in args.backends.split(","):
+        server = None
+        if backend == "postgresql":
+            from migrations_policy.testing.servers import start_postgresql
+
+            server = start_postgresql()
+            url = server.create_database("bench")
+        elif backend == "sqlite":
+            url = sa.URL.create("sqlite", database=os.path.join(tempfile.mkdtemp(prefix="mp-bench-"), "bench.db"))
+        else:
+            raise SystemExit(f"unknown backend {backend!r} (postgresql, sqlite)")
+        try:
+            for rows in (int(n) for n in args.rows.split(",")):
+                everything[f"{backend}:{rows}"] = bench_backend(backend, url, rows, batch_sizes, args.orm_rows,
+                                                                  args.repeat)
+        finally:
+            if server is not None:
+                server.stop()
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(everything, fh, indent=2)
+
+
+if __name__ == "__main__":
+    main()
