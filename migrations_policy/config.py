@@ -86,6 +86,8 @@ class Settings:
     data_migrations: list[str] = field(default_factory=list)
     #: "package.module:NAME" of the release mapping for object-version checks.
     release_mapping: str = ""
+    #: Release whose object versions ``VersionedMixin`` writes during a rolling upgrade ("" = current).
+    pin_release_version: str = ""
     #: Seconds a DDL statement may wait for a lock before it gives up and retries.
     lock_timeout: float = 5.0
     #: How many times a DDL statement that timed out on a lock is retried.
@@ -192,6 +194,7 @@ _PARSERS: Mapping[str, Callable[[Any], Any]] = {
     "lint_timeout": _as_float,
     "data_migrations": _as_list,
     "release_mapping": _as_str,
+    "pin_release_version": _as_str,
     "lock_timeout": _as_float,
     "lock_retries": _as_int,
     "batch_size": _as_int,
