@@ -90,20 +90,20 @@ class Recording:
             self.add([m.Operation(kind=m.BATCH_RECREATE, table=table, value=recreate)], line=line)
 
     @contextmanager
-    def autocommit_block(self) -> Iterator[None]:
-        self.autocommit += 1
+    def _counting(self, attribute: str) -> Iterator[None]:
+        setattr(self, attribute, getattr(self, attribute) + 1)
         try:
             yield
         finally:
-            self.autocommit -= 1
+            setattr(self, attribute, getattr(self, attribute) - 1)
 
-    @contextmanager
-    def running_alembic(self) -> Iterator[None]:
-        self.executing += 1
-        try:
-            yield
-        finally:
-            self.executing -= 1
+    def autocommit_block(self):
+        """Operations recorded inside are flagged ``autocommit``."""
+        return self._counting("autocommit")
+
+    def running_alembic(self):
+        """Statements executed inside are alembic's own SQL, not raw statements (online mode)."""
+        return self._counting("executing")
 
 
 class _BatchTarget:
