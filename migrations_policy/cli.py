@@ -24,7 +24,6 @@ exit code; a traceback means a bug in migrations_policy.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
