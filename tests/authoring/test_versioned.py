@@ -23,7 +23,7 @@ class Widget(VersionedMixin, Base):
     __tablename__ = "widgets"
     VERSION = "1.1"
     id: Mapped[int] = mapped_column(primary_key=True)
-    name: Mapped[str | None]
+    name: Mapped[str | None] = mapped_column(sa.String(20))
 
 
 @pytest.fixture(autouse=True)
