@@ -28,12 +28,25 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from . import __version__, commands
+import importlib
+
+from . import __version__
 from ._urls import mask_text
+from .config import CONTRACT, DEFAULT_ALEMBIC_INI, DIALECTS, EXPAND, PHASES
 from .errors import PolicyError, UsageError
-from .project import DEFAULT_ALEMBIC_INI, Project
-from .config import DIALECTS
-from .revisions import CONTRACT, EXPAND, PHASES
+
+
+class _LazyModule:
+    """A module imported on first use: ``migrations-policy lint`` with a warm cache never imports alembic."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attribute: str):
+        return getattr(importlib.import_module(self._name), attribute)
+
+
+commands = _LazyModule("migrations_policy.commands")
 
 
 COMMON_EXIT_CODES = {
@@ -65,8 +78,10 @@ class CommandSpec:
     exit_codes: dict = field(default_factory=lambda: dict(COMMON_EXIT_CODES))
 
 
-def _project(args: argparse.Namespace) -> Project:
-    return Project(args.config, url=args.url)
+def _project(args: argparse.Namespace):
+    from .project import Project
+
+    return Project(args.config, url=getattr(args, "url", None))
 
 
 # -- dbsync commands -----------------------------------------------------------
@@ -240,8 +255,7 @@ def _configure_check_models(parser: argparse.ArgumentParser) -> None:
 def _run_check_models(args: argparse.Namespace) -> commands.Result:
     from .authoring import commands as authoring
 
-    project = Project(args.config) if args.config else None
-    return authoring.check_models(args.target, project)
+    return authoring.check_models(args.target, _project(args) if args.config else None)
 
 
 def _configure_revision(parser: argparse.ArgumentParser) -> None:
@@ -319,7 +333,7 @@ DBSYNC_COMMANDS.append(CommandSpec(
     "lint",
     "lint the project's version scripts (no database needed)",
     _configure_dbsync_lint,
-    lambda args: commands.lint([], phase=args.phase, dialects=args.dialects, project=Project(args.config)),
+    lambda args: commands.lint([], phase=args.phase, dialects=args.dialects, project=_project(args)),
     description=_LINT_DESCRIPTION + " Lints every script of the alembic ini's version locations.",
     exit_codes=LINT_EXIT_CODES,
 ))

@@ -25,6 +25,10 @@ from .errors import ConfigError
 
 SECTION = "migrations_policy"
 DIALECTS = ("postgresql", "mysql", "sqlite")
+#: The two schema branches (alembic branch labels) of the expand/contract layout.
+EXPAND, CONTRACT = "expand", "contract"
+PHASES = (EXPAND, CONTRACT)
+DEFAULT_ALEMBIC_INI = "alembic.ini"
 SEVERITIES = ("error", "warning", "off")
 
 

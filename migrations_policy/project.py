@@ -22,10 +22,9 @@ from sqlalchemy.engine import Connection, Engine, URL
 from sqlalchemy.exc import SQLAlchemyError
 
 from . import _urls
-from .config import Settings, load_settings
+from .config import DEFAULT_ALEMBIC_INI, Settings, load_settings
 from .errors import ConfigError, DatabaseError
 
-DEFAULT_ALEMBIC_INI = "alembic.ini"
 
 
 class Project:
@@ -40,7 +39,7 @@ class Project:
         self.settings: Settings = load_settings(path.parent, alembic_ini=path)
         # Like alembic's own commands: the project's code (prepend_sys_path) becomes importable,
         # for its data migrations and release mapping.
-        for entry in reversed(self.alembic_config.get_prepend_sys_paths_list()):
+        for entry in reversed(self.alembic_config.get_prepend_sys_paths_list() or []):
             if entry not in sys.path:
                 sys.path.insert(0, entry)
         self._url_override = url

@@ -15,9 +15,7 @@ from alembic.migration import MigrationContext
 from alembic.script import Script, ScriptDirectory
 from sqlalchemy.engine import Connection
 
-EXPAND = "expand"
-CONTRACT = "contract"
-PHASES = (EXPAND, CONTRACT)
+from .config import CONTRACT, EXPAND, PHASES  # noqa: F401  (re-exported)
 
 
 @dataclass
