@@ -4,7 +4,7 @@ Each class wraps stock alembic ops and renders them as the online form of the
 change, branching on ``op.get_context().dialect.name`` so one script is right
 on PostgreSQL, MySQL/MariaDB and SQLite:
 
-* ``OnlineCreateIndex`` / ``OnlineDropIndex``: ``CONCURRENTLY`` inside an
+* ``OnlineIndex`` (create or drop): ``CONCURRENTLY`` inside an
   autocommit block on PostgreSQL, plain elsewhere (MariaDB builds indexes online);
 * ``NotValidForeignKey``: ``NOT VALID`` on PostgreSQL; ``foreign_key_checks=0``
   on MySQL (a checked ADD FOREIGN KEY copies the table); none on SQLite (no ALTER
@@ -61,20 +61,14 @@ class Note(PolicyOp):
         self.text = text
 
 
-class OnlineCreateIndex(PolicyOp):
-    def __init__(self, create: ops.CreateIndexOp):
-        self.create = create
+class OnlineIndex(PolicyOp):
+    """Create or drop an index: ``CONCURRENTLY`` in an autocommit block on PostgreSQL."""
+
+    def __init__(self, inner: ops.CreateIndexOp | ops.DropIndexOp):
+        self.inner = inner
 
     def reverse(self):
-        return OnlineDropIndex(self.create.reverse())
-
-
-class OnlineDropIndex(PolicyOp):
-    def __init__(self, drop: ops.DropIndexOp):
-        self.drop = drop
-
-    def reverse(self):
-        return OnlineCreateIndex(self.drop.reverse())
+        return OnlineIndex(self.inner.reverse())
 
 
 class NotValidForeignKey(PolicyOp):
@@ -149,28 +143,15 @@ def _note(autogen_context, op: Note) -> list[str]:
     return [f"# {line}".rstrip() for line in op.text.splitlines()]
 
 
-@renderers.dispatch_for(OnlineCreateIndex)
-def _online_create_index(autogen_context, op: OnlineCreateIndex) -> list[str]:
+@renderers.dispatch_for(OnlineIndex)
+def _online_index(autogen_context, op: OnlineIndex) -> list[str]:
     return [
         _PG,
         "with op.get_context().autocommit_block():",
-        *_render(autogen_context, _with_kw(op.create, postgresql_concurrently=True)),
+        *_render(autogen_context, _with_kw(op.inner, postgresql_concurrently=True)),
         DEDENT,
         "else:",
-        *_render(autogen_context, op.create),
-        END,
-    ]
-
-
-@renderers.dispatch_for(OnlineDropIndex)
-def _online_drop_index(autogen_context, op: OnlineDropIndex) -> list[str]:
-    return [
-        _PG,
-        "with op.get_context().autocommit_block():",
-        *_render(autogen_context, _with_kw(op.drop, postgresql_concurrently=True)),
-        DEDENT,
-        "else:",
-        *_render(autogen_context, op.drop),
+        *_render(autogen_context, op.inner),
         END,
     ]
 

@@ -122,9 +122,9 @@ class Planner:
             elif isinstance(op, ops.DropColumnOp):
                 work.alters.append(op)
             elif isinstance(op, ops.CreateIndexOp):
-                self.plan.expand.append(op if new else render.OnlineCreateIndex(op))
+                self.plan.expand.append(op if new else render.OnlineIndex(op))
             elif isinstance(op, ops.DropIndexOp):
-                work.drop_indexes.append(render.OnlineDropIndex(op))
+                work.drop_indexes.append(render.OnlineIndex(op))
             elif isinstance(op, ops.CreateForeignKeyOp) and not new:
                 self._foreign_key(op, work)
             elif isinstance(op, ops.DropConstraintOp):
@@ -252,18 +252,23 @@ def process_revision_directives(context, revision, directives) -> None:
     script = directives[0]
     if len(script.upgrade_ops_list) != 1:
         return  # multiple databases: not supported, leave alembic's script
+    if not _has_layout(context.script):
+        context.config.print_stdout("  (no 'expand'/'contract' branch labels: one script, not split; "
+                                    "see `migrations-policy init --adopt`)")
+        return
     plan = Planner(context.opts.get("target_metadata")).run(script.upgrade_ops)
     directives[:] = build_scripts(context, script, plan)
     if not directives:
         context.config.print_stdout("No schema changes detected; no revision written.")
 
 
+def _has_layout(directory) -> bool:
+    labels = {label for rev in directory.walk_revisions() for label in (rev.branch_labels or ())}
+    return {EXPAND, CONTRACT} <= labels
+
+
 def build_scripts(context, script: ops.MigrationScript, plan: Plan) -> list[ops.MigrationScript]:
     directory = context.script
-    labels = {label for rev in directory.walk_revisions() for label in (rev.branch_labels or ())}
-    if not {EXPAND, CONTRACT} <= labels:
-        raise alembic_util_error("no revisions labelled 'expand' and 'contract': run `migrations-policy init` "
-                                 "(or `init --adopt`) first")
     contract_ops = plan.contract + plan.contract_tail
     out = []
     expand_id = script.rev_id
@@ -312,9 +317,3 @@ def _write_stubs(context, plan: Plan, revision: str, message: str | None) -> Non
     (plan.expand or plan.contract).insert(0, Note(
         f"Data migrations for this change: {module} ({path.name});\n"
         f"review them, and list {module!r} in the data_migrations setting."))
-
-
-def alembic_util_error(message: str):
-    from alembic.util import CommandError
-
-    return CommandError(message)

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
-
-import pytest
 import sqlalchemy as sa
 from alembic.script import ScriptDirectory
 from alembic.config import Config
@@ -39,7 +36,8 @@ def test_init_then_stock_alembic_commands(tmp_path):
     assert contract.dependencies == "expand_root" and expand.down_revision is None
 
     heads = alembic(tmp_path, "heads")
-    assert heads.returncode == 0 and "expand_root (expand)" in heads.stdout and "contract_root (contract)" in heads.stdout
+    assert heads.returncode == 0
+    assert "expand_root (expand)" in heads.stdout and "contract_root (contract)" in heads.stdout
     assert "contract branch root" in alembic(tmp_path, "history").stdout
     assert alembic(tmp_path, "upgrade", "expand@head").returncode == 0
     assert alembic(tmp_path, "current").stdout.split()[0] == "expand_root"

@@ -4,7 +4,6 @@ the data migrations run, the scripts linted, and ``alembic check`` converging.""
 
 from __future__ import annotations
 
-import pytest
 import sqlalchemy as sa
 
 from .conftest import module_of
@@ -71,8 +70,8 @@ def test_every_kind_of_change(workspace, backend):
         assert needle in upgrade_of(expand), needle
     for needle in ("drop_column", "drop_table", "drop_index", "alter_column"):
         assert needle not in upgrade_of(expand), needle
-    for needle in ("VALIDATE CONSTRAINT", "sa.column('state').is_not(None), postgresql_not_valid=True", "batch_op.drop_column('extra')", "batch_op.drop_column('old')",
-                   "nullable=False", "op.drop_table('scratch')", "op.drop_index(op.f('ix_ports_legacy')",
+    for needle in ("VALIDATE CONSTRAINT", "sa.column('state').is_not(None), postgresql_not_valid=True",
+                   "batch_op.drop_column('extra')", "batch_op.drop_column('old')", "nullable=False", "op.drop_table('scratch')", "op.drop_index(op.f('ix_ports_legacy')",
                    "batch_op.create_foreign_key('fk_ports_node_id_nodes'"):
         assert needle in upgrade_of(contract), needle
     for needle in ("create_table", "add_column", "op.create_index"):
