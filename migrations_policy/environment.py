@@ -21,7 +21,7 @@
 
 * ``authoring.hooks.autogenerate_options``: the autogenerate split into expand
   and contract scripts (``process_revision_directives``) and the
-  ``migrations_policy.*`` autogenerate comparators (``autogenerate_plugins``).
+  ``migrations_policy.object_versions`` comparator (``autogenerate_plugins``).
 """
 
 from __future__ import annotations

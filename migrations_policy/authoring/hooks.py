@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 #: The plugin registered through the ``alembic.plugins`` entry point.
 PLUGIN_NAME = "migrations_policy.object_versions"
-AUTOGENERATE_PLUGINS = ["alembic.autogenerate.*", "migrations_policy.*"]
+AUTOGENERATE_PLUGINS = ["alembic.autogenerate.*", PLUGIN_NAME]
 
 
 def ensure_plugin() -> None:
