@@ -40,13 +40,12 @@ def mysql_lock_name(name: str) -> str:
     return text if len(text) <= 64 else "migrations_policy." + hashlib.sha1(name.encode()).hexdigest()[:40]
 
 
-@contextmanager
-def batch_connection(engine: Engine) -> Iterator[Connection]:
-    """A connection for batches; on SQLite in driver autocommit so we can BEGIN IMMEDIATE ourselves."""
-    with engine.connect() as conn:
-        if engine.dialect.name == "sqlite":
-            conn = conn.execution_options(isolation_level="AUTOCOMMIT")
-        yield conn
+def batch_connection(engine: Engine) -> Connection:
+    """A connection for batches; on SQLite in driver autocommit so that we can BEGIN IMMEDIATE ourselves."""
+    conn = engine.connect()
+    if engine.dialect.name == "sqlite":
+        conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+    return conn
 
 
 @contextmanager

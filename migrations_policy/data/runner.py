@@ -16,6 +16,7 @@ none starves.  What remains is always counted live from the pending predicate.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -137,20 +138,21 @@ class _Walk:
             report.strategy_note = f"keyset pagination: key {m.table_name}.{m.key} is not an integer"
         report.strategy = "keyset"
 
-    def step(self, engine: Engine, width: int) -> int:
+    def step(self, connections: _Connections, width: int) -> int:
         """One batch of at most about *width* rows; returns the rows it processed."""
         started = time.perf_counter()
         try:
-            with locks.batch_connection(engine) as conn:
-                with locks.batch_transaction(conn, self.migration.name):
-                    self._follow_other_runner(conn)
-                    batch = self._next_batch(conn, width)
-                    if batch is None:
-                        self.finished = True
-                        return 0
-                    processed, migrated, stuck = self._migrate(conn, batch)
-                    ledger.record_batch(conn, self.migration.name, migrated, stuck, batch.upper)
+            conn = connections.get()
+            with locks.batch_transaction(conn, self.migration.name):
+                self._follow_other_runner(conn)
+                batch = self._next_batch(conn, width)
+                if batch is None:
+                    self.finished = True
+                    return 0
+                processed, migrated, stuck = self._migrate(conn, batch)
+                ledger.record_batch(conn, self.migration.name, migrated, stuck, batch.upper)
         except Exception as exc:  # one migration's failure must not stop the others
+            connections.discard()
             self.fail(exc)
             return 0
         seconds = time.perf_counter() - started
@@ -233,6 +235,36 @@ class _Walk:
 
 
 # -- the whole run ----------------------------------------------------------------------
+class _Connections:
+    """One batch connection per worker thread, kept for the whole run."""
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+        self.local = threading.local()
+        self.opened: list[Connection] = []
+        self.lock = threading.Lock()
+
+    def get(self) -> Connection:
+        conn = getattr(self.local, "conn", None)
+        if conn is None:
+            conn = self.local.conn = locks.batch_connection(self.engine)
+            with self.lock:
+                self.opened.append(conn)
+        return conn
+
+    def discard(self) -> None:
+        """Drop this thread's connection after an error (it may be broken)."""
+        conn = getattr(self.local, "conn", None)
+        self.local.conn = None
+        if conn is not None:
+            conn.close()
+
+    def close(self) -> None:
+        for conn in self.opened:
+            conn.close()
+        self.opened.clear()
+
+
 class _Budget:
     """The ``--max-count`` rows left, shared out between the migrations still working."""
 
@@ -277,7 +309,7 @@ def _select(registry: Registry, run: RunOptions) -> list[_Walk]:
     return walks
 
 
-def _drive(engine: Engine, walks: list[_Walk], run: RunOptions, budget: _Budget,
+def _drive(connections: _Connections, walks: list[_Walk], run: RunOptions, budget: _Budget,
            on_batch: Callable[[str], None]) -> None:
     """Round robin, *workers* batches at a time: in each round every migration still
     working gets one batch of the same size (its share of what is left of --max-count)."""
@@ -294,7 +326,7 @@ def _drive(engine: Engine, walks: list[_Walk], run: RunOptions, budget: _Budget,
                 walk = ready.popleft()
                 owed.discard(walk)
                 width = budget.take(share)
-                running[pool.submit(walk.step, engine, width)] = (walk, width)
+                running[pool.submit(walk.step, connections, width)] = (walk, width)
             if not running:
                 return  # --max-count reached
             done, _ = wait(running, return_when=FIRST_COMPLETED)
@@ -336,7 +368,11 @@ def run(engine: Engine, registry: Registry, options: RunOptions | None = None, p
             break
         for walk in phase:
             _prepare(walk, engine)
-        _drive(engine, phase, run_options, budget, on_batch)
+        connections = _Connections(engine)
+        try:
+            _drive(connections, phase, run_options, budget, on_batch)
+        finally:
+            connections.close()
         for walk in phase:
             walk.finish(engine)
     if progress is not None:

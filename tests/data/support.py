@@ -83,7 +83,7 @@ def scalar(engine: sa.Engine, query) -> int:
 def project_dir(tmp_path, db_url) -> Path:
     """An alembic.ini whose [migrations_policy] names the test app module, with --url for the test db."""
     (tmp_path / "odm_app.py").write_text(textwrap.dedent(APP_MODULE))
-    (tmp_path / "alembic.ini").write_text(textwrap.dedent(f"""\
+    (tmp_path / "alembic.ini").write_text(textwrap.dedent("""\
         [alembic]
         script_location = %(here)s/migrations
         prepend_sys_path = %(here)s
