@@ -104,3 +104,16 @@ def test_dbsync_main_with_custom_prog(tmp_path, capsys):
 def test_python_dash_m_entry():
     proc = subprocess.run([sys.executable, "-m", "migrations_policy.cli", "--version"], capture_output=True, text=True)
     assert proc.returncode == 0 and "migrations-policy" in proc.stdout
+
+
+def test_import_alembic_loads_only_the_light_plugin_modules(tmp_path):
+    """Our alembic plugins run on every ``import alembic``: no linter, policy or sqlparse then."""
+    code = ("import sys, alembic; from alembic.script import write_hooks; "
+            "print('migrations_policy.lint' in write_hooks._registry); "
+            "print(sorted(m for m in sys.modules if m.startswith(('migrations_policy', 'sqlparse'))))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    registered, modules = proc.stdout.strip().splitlines()
+    assert registered == "True"
+    assert modules == str(["migrations_policy", "migrations_policy.authoring", "migrations_policy.authoring.plugin",
+                           "migrations_policy.lint_plugin"])

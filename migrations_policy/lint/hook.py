@@ -8,15 +8,12 @@ In ``alembic.ini``::
     # optional: mplint.phase = expand, mplint.dialects = postgresql
 
 Every script ``alembic revision`` writes is linted at once; error findings abort the
-command (the file stays, so it can be fixed).  alembic loads this module through the
-``alembic.plugins`` entry point on every ``import alembic``: it imports nothing
-heavy until the hook runs.
+command (the file stays, so it can be fixed).  The hook is registered by the light
+``migrations_policy.lint_plugin`` (an ``alembic.plugins`` entry point), which imports
+this module only when alembic first writes a script.
 """
 
 from __future__ import annotations
-
-HOOK_NAME = "migrations_policy.lint"
-
 
 def lint_hook(filename: str, options: dict) -> None:
     from alembic.util import CommandError
@@ -29,15 +26,3 @@ def lint_hook(filename: str, options: dict) -> None:
     report = run([filename], phase=options.get("phase") or None, dialects=dialects, settings=load_settings("."))
     if report.exit_code:
         raise CommandError(f"migrations-policy lint found problems in the new script:\n{render(report, 'text')}")
-
-
-def register() -> None:
-    from alembic.script import write_hooks
-
-    if HOOK_NAME not in write_hooks._registry:
-        write_hooks.register(HOOK_NAME)(lint_hook)
-
-
-def setup(plugin) -> None:
-    """alembic plugin entry point: register the post_write_hook."""
-    register()
