@@ -341,8 +341,8 @@ def _drive(connections: _Connections, walks: list[_Walk], run: RunOptions, budge
 def run(engine: Engine, registry: Registry, options: RunOptions | None = None, progress: Any = None) -> RunReport:
     """Run the data migrations of *registry* on *engine*; see ``RunOptions``."""
     run_options = options or RunOptions()
-    if run_options.batch_size < 1 or run_options.workers < 1 or (run_options.max_count or 1) < 1 \
-            or run_options.sleep < 0:
+    if run_options.batch_size < 1 or run_options.workers < 1 or run_options.sleep < 0 \
+            or (run_options.max_count is not None and run_options.max_count < 1):
         raise UsageError("batch size, workers and max count must be positive, sleep >= 0", exit_code=EXIT_USAGE)
     walks = _select(registry, run_options)
     with engine.connect() as conn:

@@ -166,7 +166,8 @@ def test_options_selection_and_usage_errors(db_engine):
     assert [m.name for m in report.migrations] == ["tagged"] and report.exit_code == 0
     assert scalar(db_engine, sa.select(sa.func.count()).where(items.c.dst == "abab")) == 50
     for bad in (RunOptions(names=["nope"]), RunOptions(options={"tagged": {"colour": "red"}}),
-                RunOptions(options={"tagged": {"repeat": "many"}}), RunOptions(batch_size=0)):
+                RunOptions(options={"tagged": {"repeat": "many"}}), RunOptions(batch_size=0),
+                RunOptions(max_count=0)):
         with pytest.raises(UsageError) as info:
             run(db_engine, registry, bad)
         assert info.value.exit_code == 127
