@@ -1,6 +1,10 @@
-"""alembic environment of the inventory example.
+"""alembic environment of the inventory example: the expand_contract template, filled in.
 
-``dbsync`` hands its own connection (with lock timeouts set) through
+``policy.configure_options(context)`` wires in the autogenerate split into
+versions/expand and versions/contract, hides the framework's own tables from
+autogenerate and adds the contract gate.  Keep it in every ``configure`` call.
+
+``dbsync`` hands over its own connection (with lock timeouts set) through
 ``config.attributes["connection"]``; plain ``alembic`` commands open one from
 ``sqlalchemy.url``.
 """
@@ -9,15 +13,19 @@ from alembic import context
 from sqlalchemy import engine_from_config, pool
 
 from migrations_policy import environment as policy
+
 from inventory.models import release3
 
 config = context.config
+
+# The inventory's newest models (release 3), for autogenerate.
 target_metadata = release3.metadata
 
 
 def run_migrations_offline() -> None:
     context.configure(url=config.get_main_option("sqlalchemy.url"), target_metadata=target_metadata,
-                      literal_binds=True, **policy.configure_options(context))
+                      literal_binds=True, dialect_opts={"paramstyle": "named"},
+                      **policy.configure_options(context))
     with context.begin_transaction():
         context.run_migrations()
 
