@@ -101,3 +101,18 @@ def server_for(request):
             pytest.skip(f"backend {name} not selected (MP_TEST_BACKENDS)")
         return get_server(name)
     return get
+
+
+@pytest.fixture
+def example_project(tmp_path, db_url):
+    """The inventory example copied to *tmp_path*, as a ``Project`` on the test database."""
+    from migrations_policy.project import Project
+
+    from .helpers import copy_example, forget_example_modules
+
+    ini = copy_example(tmp_path)
+    forget_example_modules()
+    project = Project(ini, url=db_url.render_as_string(hide_password=False))
+    yield project
+    project.dispose()
+    forget_example_modules()

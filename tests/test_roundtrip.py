@@ -7,19 +7,7 @@ import sqlalchemy as sa
 from alembic import command as alembic_command
 
 from migrations_policy import commands
-from migrations_policy.project import Project
 
-from .helpers import copy_example, forget_example_modules
-
-
-@pytest.fixture
-def project(tmp_path, db_url):
-    ini = copy_example(tmp_path)
-    forget_example_modules()
-    proj = Project(ini, url=db_url.render_as_string(hide_password=False))
-    yield proj
-    proj.dispose()
-    forget_example_modules()
 
 
 def _tables(engine) -> set[str]:
@@ -30,35 +18,35 @@ def _columns(engine, table) -> set[str]:
     return {c["name"] for c in sa.inspect(engine).get_columns(table)}
 
 
-def test_upgrade_downgrade_roundtrip(project, db_engine, backend):
-    result = commands.upgrade(project, phases=("expand",))
+def test_upgrade_downgrade_roundtrip(example_project, db_engine, backend):
+    result = commands.upgrade(example_project, phases=("expand",))
     assert result.after == ["r2_meta_display_name_version"]
     assert {"nodes", "ports", "alembic_version"} <= _tables(db_engine)
     assert {"meta", "display_name", "version", "extra", "name"} <= _columns(db_engine, "nodes")
 
-    status = commands.status(project)
+    status = commands.status(example_project)
     assert status.state.branches["expand"].pending == []
     assert status.state.branches["contract"].pending == ["contract_root", "r3_drop_extra_name"]
 
-    commands.upgrade(project, phases=("contract",))
+    commands.upgrade(example_project, phases=("contract",))
     assert "extra" not in _columns(db_engine, "nodes")
     assert "name" not in _columns(db_engine, "nodes")
-    assert commands.version(project).heads == ["r3_drop_extra_name"]
-    status = commands.status(project)
+    assert commands.version(example_project).heads == ["r3_drop_extra_name"]
+    status = commands.status(example_project)
     assert status.state.branches["expand"].current == ["r2_meta_display_name_version"]
     assert status.state.branches["contract"].pending == []
 
-    alembic_command.downgrade(project.alembic_config, "base")
+    alembic_command.downgrade(example_project.alembic_config, "base")
     assert _tables(db_engine) - {"alembic_version", "migrations_policy_revisions"} == set()
-    assert commands.version(project).heads == []
+    assert commands.version(example_project).heads == []
 
-    again = commands.upgrade(project)
+    again = commands.upgrade(example_project)
     assert again.after == ["r3_drop_extra_name"]
     assert {"nodes", "ports"} <= _tables(db_engine)
 
 
-def test_foreign_key_added_per_dialect(project, db_engine, backend):
-    commands.upgrade(project, phases=("expand",))
+def test_foreign_key_added_per_dialect(example_project, db_engine, backend):
+    commands.upgrade(example_project, phases=("expand",))
     fks = sa.inspect(db_engine).get_foreign_keys("ports")
     if backend == "sqlite":
         assert fks == []  # SQLite cannot add a constraint without rebuilding the table

@@ -10,19 +10,7 @@ from sqlalchemy.orm import Session
 
 from migrations_policy import commands
 from migrations_policy.data import ObjectVersionError, check_object_versions, load_release_mapping
-from migrations_policy.project import Project
 
-from ..helpers import copy_example, forget_example_modules
-
-
-@pytest.fixture
-def project(tmp_path, db_url):
-    ini = copy_example(tmp_path)
-    forget_example_modules()
-    proj = Project(ini, url=db_url.render_as_string(hide_password=False))
-    yield proj
-    proj.dispose()
-    forget_example_modules()
 
 
 def seed_release1(engine, nodes: int = 120, ports: int = 60) -> None:
@@ -37,8 +25,8 @@ def seed_release1(engine, nodes: int = 120, ports: int = 60) -> None:
         session.commit()
 
 
-def versions(project, engine):
-    mapping = load_release_mapping(project.settings.release_mapping)
+def versions(example_project, engine):
+    mapping = load_release_mapping(example_project.settings.release_mapping)
     with engine.connect() as conn:
         return check_object_versions(conn, mapping)
 
@@ -47,29 +35,29 @@ def by_name(result):
     return {m.name: m for m in result.report.migrations}
 
 
-def test_rolling_upgrade_of_the_inventory(project, db_engine, backend):
+def test_rolling_upgrade_of_the_inventory(example_project, db_engine, backend):
     # Before anything exists, no object table does: nothing to refuse.
-    report = versions(project, db_engine)
+    report = versions(example_project, db_engine)
     assert report.ok and {c.status for c in report.checks} == {"absent"}
 
-    alembic_command.upgrade(project.alembic_config, "r1_inventory")
+    alembic_command.upgrade(example_project.alembic_config, "r1_inventory")
     seed_release1(db_engine)
-    report = versions(project, db_engine)  # release 1 has no version column yet: tolerated
+    report = versions(example_project, db_engine)  # release 1 has no version column yet: tolerated
     assert report.ok and {c.status for c in report.checks} == {"no version column"}
 
-    commands.upgrade(project, phases=("expand",))
-    report = versions(project, db_engine)
+    commands.upgrade(example_project, phases=("expand",))
+    report = versions(example_project, db_engine)
     assert not report.ok
     assert report.problems() == ["Node (nodes): 120 with NULL version", "Port (ports): 60 with NULL version"]
     with pytest.raises(ObjectVersionError, match="dbsync online_data_migrations"):
         report.raise_for_problems()
 
-    first = commands.online_data_migrations(project, batch_size=25, max_count=100)
+    first = commands.online_data_migrations(example_project, batch_size=25, max_count=100)
     assert first.exit_code == 1
     assert by_name(first)["object_version_nodes"].state == "waiting"
 
     seed_more_release1_rows(db_engine)  # old code keeps writing during the upgrade
-    result = commands.online_data_migrations(project, batch_size=25)
+    result = commands.online_data_migrations(example_project, batch_size=25)
     found = by_name(result)
     assert result.exit_code == 0, result.text()
     assert {m.state for m in found.values()} == {"complete"}
@@ -80,16 +68,16 @@ def test_rolling_upgrade_of_the_inventory(project, db_engine, backend):
         assert conn.execute(sa.text("SELECT count(*) FROM nodes WHERE meta IS NULL OR display_name IS NULL")).scalar() == 0
         assert conn.execute(sa.text("SELECT count(*) FROM nodes WHERE meta <> extra OR display_name <> name")).scalar() == 0
         assert conn.execute(sa.text("SELECT count(*) FROM ports WHERE node_id >= 10000")).scalar() == 0
-    assert versions(project, db_engine).ok
+    assert versions(example_project, db_engine).ok
 
     with db_engine.begin() as conn:  # a row written by code from a release the mapping no longer accepts
         conn.execute(sa.text("UPDATE nodes SET version = '0.9' WHERE id = 1"))
-    assert versions(project, db_engine).problems() == ["Node (nodes): 1 at version '0.9'"]
+    assert versions(example_project, db_engine).problems() == ["Node (nodes): 1 at version '0.9'"]
     with db_engine.begin() as conn:
         conn.execute(sa.text("UPDATE nodes SET version = '1.1' WHERE id = 1"))
 
-    commands.upgrade(project, phases=("contract",))
-    after = commands.online_data_migrations(project)
+    commands.upgrade(example_project, phases=("contract",))
+    after = commands.online_data_migrations(example_project)
     states = {m.name: m.state for m in after.report.migrations}
     assert after.exit_code == 0
     assert states["nodes_extra_to_meta"] == "inapplicable"  # nodes.extra is dropped by the contract
