@@ -17,23 +17,31 @@ Modules: ``loader`` (safe import, time limit), ``recorder``, ``astscan``, ``head
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from ..config import DIALECTS, Settings
 from ..errors import UsageError
 from ..policy.model import Context
 from . import rules
 from .cache import Cache, cache_dir
-from .headers import PHASES, PhaseResolver, read_header
+from .headers import PHASES, Header, PhaseResolver, read_header
 from .report import Finding, LintReport
 
 __all__ = ["run", "collect", "LintReport", "Finding"]
 
 
-def collect(paths: Iterable[str | Path], headers: dict | None = None) -> list[Path]:
+def _read_head(path: Path) -> Header | None:
+    try:
+        return read_header(path.read_text(encoding="utf-8", errors="replace")[:20000])
+    except OSError:
+        return None
+
+
+def collect(paths: Iterable[str | Path], headers: dict | None = None,
+            header_of: Callable[[Path], Header | None] = _read_head) -> list[Path]:
     """Files to lint: given files as they are; in directories, ``*.py`` files declaring a revision.
 
-    The headers read on the way are stored in *headers* (path -> ``Header``) when given.
+    The headers read on the way (with *header_of*) are stored in *headers* (path -> ``Header``) when given.
     """
     files: list[Path] = []
     for raw in paths:
@@ -42,15 +50,13 @@ def collect(paths: Iterable[str | Path], headers: dict | None = None) -> list[Pa
             for found in sorted(path.rglob("*.py")):
                 if "__pycache__" in found.parts:
                     continue
-                try:
-                    head = found.read_text(encoding="utf-8", errors="replace")[:20000]
-                except OSError:
-                    head = ""
-                header = read_header(head)
+                header = header_of(found)
+                if header is None:
+                    continue
+                if headers is not None:
+                    headers[found] = header
                 if header.revision is not None:
                     files.append(found)
-                    if headers is not None:
-                        headers[found] = header
         elif path.exists():
             files.append(path)
         else:
@@ -85,8 +91,9 @@ def run(
     unknown = [d for d in dialects if d not in DIALECTS]
     if unknown:
         raise UsageError(f"unknown dialect(s) {', '.join(unknown)} (known: {', '.join(DIALECTS)})")
+    cache = Cache(cache_dir() if not url else None)
     headers: dict = {}
-    files = collect(paths, headers)
+    files = collect(paths, headers, cache.header)
     if url:
         from .scratch import check_scratch_database
 
@@ -98,16 +105,12 @@ def run(
 
     options = Options(dialects=dialects, context=Context(postgresql_version=settings.postgresql_version),
                       timeout=getattr(settings, "lint_timeout", 10.0), url=url)
-    resolver = PhaseResolver(files, headers) if phase is None else None
-    cache = Cache(cache_dir() if not url else None)
+    resolver = PhaseResolver(files, headers, cache.header) if phase is None else None
     report = LintReport(files=len(files))
     for path in files:
         file_phase = phase or (phases or {}).get(path) or resolver.phase(path)
-        try:
-            data = path.read_bytes()
-        except OSError:
-            data = None
-        key = cache.key(data, file_phase, options.key()) if data is not None else None
+        digest = cache.digest(path)
+        key = cache.key(digest, file_phase, options.key()) if digest is not None else None
         cached = cache.get(key) if key else None
         if cached is not None:
             hits = [Hit(*item) for item in cached]

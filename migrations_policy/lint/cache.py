@@ -1,12 +1,20 @@
-"""The content cache: findings per (file content, phase, options, rule set).
+"""The content cache: findings per (file content, phase, options, rule set), behind a stat index.
 
-One JSON file, ``lint-v1.json``, in ``$MIGRATIONS_POLICY_CACHE_DIR`` or else
+One JSON file, ``lint-v2.json``, in ``$MIGRATIONS_POLICY_CACHE_DIR`` or else
 ``.migrations_policy_cache/`` in the current directory (set the variable to ``off``
-to disable).  The key hashes the file's bytes, its phase, the options, and a
-fingerprint of the installed linter (version plus the size and mtime of every
-``policy`` / ``lint`` module), so an edited rule invalidates everything.  A warm run
-reads it without importing alembic or SQLAlchemy.  Writes are atomic (temp file +
-rename); the cache keeps at most ``MAX_ENTRIES`` entries, newest last.
+to disable).  It holds two maps:
+
+* ``files``: absolute path -> (mtime, ctime, size, inode, sha256 of the bytes, revision
+  header).  A file whose stat matches is neither read nor hashed, so a warm run is
+  one ``stat`` per script.  As in git's index, an entry whose mtime or ctime is not
+  older than the index file itself is "racy" (the file may have changed again within
+  the same clock tick) and is re-read.
+* ``results``: findings keyed by a hash of the content hash, the phase, the options,
+  and a fingerprint of the installed linter (version plus the size and mtime of every
+  ``policy`` / ``lint`` module), so an edited rule invalidates everything.
+
+A warm run reads it without importing alembic or SQLAlchemy.  Writes are atomic
+(temp file + rename); each map keeps at most ``MAX_ENTRIES`` entries, newest last.
 """
 
 from __future__ import annotations
@@ -19,10 +27,11 @@ from functools import lru_cache
 from pathlib import Path
 
 from .. import __version__
+from .headers import Header, header_of_bytes
 
 ENV = "MIGRATIONS_POLICY_CACHE_DIR"
 DEFAULT_DIR = ".migrations_policy_cache"
-FILENAME = "lint-v1.json"
+FILENAME = "lint-v2.json"
 MAX_ENTRIES = 20000
 
 
@@ -47,39 +56,85 @@ def cache_dir() -> Path | None:
 class Cache:
     def __init__(self, directory: Path | None):
         self.directory = directory
-        self.entries: dict[str, list] = {}
+        self.files: dict[str, list] = {}
+        self.results: dict[str, list] = {}
         self.dirty = False
+        self._index_mtime = 0  # entries stamped at or after it are racy
+        self._seen: dict[str, list | None] = {}  # this run's answer per path
         if directory is not None:
-            try:
-                with open(directory / FILENAME, encoding="utf-8") as fh:
-                    loaded = json.load(fh)
-                if isinstance(loaded, dict):
-                    self.entries = loaded
-            except (OSError, ValueError):
-                self.entries = {}
+            self._load(directory / FILENAME)
+
+    def _load(self, path: Path) -> None:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                index_mtime = os.fstat(fh.fileno()).st_mtime_ns
+                loaded = json.load(fh)
+        except (OSError, ValueError):
+            return
+        if isinstance(loaded, dict) and loaded.get("fingerprint") == fingerprint():
+            files, results = loaded.get("files"), loaded.get("results")
+            if isinstance(files, dict) and isinstance(results, dict):
+                self.files, self.results, self._index_mtime = files, results, index_mtime
+
+    def _entry(self, path: Path) -> list | None:
+        """[mtime, ctime, size, inode, sha256, header] of *path* now; None when it cannot be read."""
+        name = os.path.abspath(path)
+        if name in self._seen:
+            return self._seen[name]
+        entry = None
+        try:
+            stat = os.stat(name)
+            stamp = [stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size, stat.st_ino]
+            entry = self.files.get(name)
+            if not (isinstance(entry, list) and entry[:4] == stamp and max(stamp[:2]) < self._index_mtime):
+                with open(name, "rb") as fh:
+                    data = fh.read()
+                header = header_of_bytes(data)
+                entry = stamp + [hashlib.sha256(data).hexdigest(),
+                                 [header.revision, list(header.down_revisions), list(header.branch_labels)]]
+                self.files.pop(name, None)
+                self.files[name] = entry
+                self.dirty = True
+        except (OSError, ValueError, TypeError):
+            entry = None
+        self._seen[name] = entry
+        return entry
+
+    def header(self, path: Path) -> Header | None:
+        """The revision header of *path* (from the index when the file is unchanged)."""
+        entry = self._entry(path)
+        if entry is None:
+            return None
+        revision, downs, labels = entry[5]
+        return Header(revision, tuple(downs), tuple(labels))
+
+    def digest(self, path: Path) -> str | None:
+        """The sha256 of *path*'s bytes; None when it cannot be read."""
+        entry = self._entry(path)
+        return entry[4] if entry is not None else None
 
     @staticmethod
-    def key(data: bytes, *parts: str) -> str:
-        digest = hashlib.sha256(fingerprint().encode())
+    def key(digest: str, *parts: str) -> str:
+        key = hashlib.sha256(fingerprint().encode())
         for part in parts:
-            digest.update(b"\0" + part.encode())
-        digest.update(b"\0" + data)
-        return digest.hexdigest()
+            key.update(b"\0" + part.encode())
+        key.update(b"\0" + digest.encode())
+        return key.hexdigest()
 
     def get(self, key: str) -> list | None:
-        return self.entries.get(key) if self.directory is not None else None
+        return self.results.get(key) if self.directory is not None else None
 
     def put(self, key: str, value: list) -> None:
         if self.directory is not None:
-            self.entries.pop(key, None)
-            self.entries[key] = value
+            self.results.pop(key, None)
+            self.results[key] = value
             self.dirty = True
 
     def save(self) -> None:
         if self.directory is None or not self.dirty:
             return
-        if len(self.entries) > MAX_ENTRIES:
-            self.entries = dict(list(self.entries.items())[-MAX_ENTRIES:])
+        files = dict(list(self.files.items())[-MAX_ENTRIES:])
+        results = dict(list(self.results.items())[-MAX_ENTRIES:])
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             ignore = self.directory / ".gitignore"
@@ -87,7 +142,7 @@ class Cache:
                 ignore.write_text("# created by migrations-policy lint\n*\n")
             fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".lint-", suffix=".tmp")
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(self.entries, fh, separators=(",", ":"))
+                json.dump({"fingerprint": fingerprint(), "files": files, "results": results}, fh, separators=(",", ":"))
             os.replace(tmp, self.directory / FILENAME)
         except OSError:
             pass  # a read-only checkout lints fine, only slower

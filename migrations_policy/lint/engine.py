@@ -9,16 +9,16 @@ filtered through the file's inline ignores.
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..policy import classify
 from ..policy.model import Context
 from ..policy.script import annotate
-from . import rules
 from .ignores import find_ignores
-from .loader import LoadError, ScriptTimeout, line_in, load_module, needs_database, one_line, parse, read_source, sandbox, time_limit
+from .judge import judge
+from .loader import LoadError, ScriptTimeout, line_in, compile_script, load_module, needs_database, one_line, read_source, sandbox, time_limit
 
 UNLOADABLE, OFFLINE, IGNORE_NO_REASON, UNUSED_IGNORE = "MP000", "MP001", "MP002", "MP003"
 #: A script that never mentions these runs the same on every dialect: record it once.
@@ -51,11 +51,12 @@ class Hit:
         return [self.line, self.code, self.message, self.dialect]
 
 
-def _record_all(module, tree, upgrade, path: Path, options: Options, hits: list[Hit], dependent: bool):
+def _record_all(module, source: str, upgrade, path: Path, options: Options, hits: list[Hit], dependent: bool):
     from . import astscan, recorder
 
     filename = str(path)
     results: dict[str, list] = {}
+    tree = None  # parsed only for the source fallback
     for dialect in options.dialects:
         if results and not dependent:
             results[dialect] = next(iter(results.values()))
@@ -74,6 +75,7 @@ def _record_all(module, tree, upgrade, path: Path, options: Options, hits: list[
                 results[dialect] = record_on_scratch_database(upgrade, options.url, filename)
                 continue
             try:
+                tree = tree if tree is not None else ast.parse(source, filename)
                 scan = astscan.scan(module, tree, dialect, filename)
             except (ScriptTimeout, KeyboardInterrupt):
                 raise
@@ -92,17 +94,16 @@ def _record_all(module, tree, upgrade, path: Path, options: Options, hits: list[
 
 def _apply_rules(results: dict[str, list], phase: str, options: Options) -> list[tuple]:
     """(line, code, headline, dialect, note, alternative) for every rule that fires."""
-    active = [rule for rule in rules.all_rules() if rule.applies(phase)]
     found = []
+    annotated_by_recording: dict[int, list] = {}  # dialects that share one recording share its annotation
     for dialect, recorded in results.items():
-        annotated = annotate([op for op, _ in recorded])
+        annotated = annotated_by_recording.get(id(recorded))
+        if annotated is None:
+            annotated = annotated_by_recording[id(recorded)] = annotate([op for op, _ in recorded])
         for op, (_, line) in zip(annotated, recorded):
-            verdict = classify(op, dialect, options.context)
-            for rule in active:
-                headline = rule.check(verdict)
-                if headline:
-                    alternative = verdict.alternative if rule.alternative is None else rule.alternative
-                    found.append((line, rule.code, headline, dialect, verdict.effect.note, alternative))
+            for rule, headline, verdict in judge(op, dialect, options.context, phase):
+                alternative = verdict.alternative if rule.alternative is None else rule.alternative
+                found.append((line, rule.code, headline, dialect, verdict.effect.note, alternative))
     return found
 
 
@@ -153,7 +154,7 @@ def analyse(path: Path, phase: str, options: Options, source: str | None = None)
     """Every finding of the script at *path* linted as *phase* (see module docstring)."""
     try:
         source = read_source(path) if source is None else source
-        tree, code = parse(source, path)
+        code = compile_script(source, path)
         hits: list[Hit] = []
         with time_limit(options.timeout), sandbox():
             module = load_module(code, path)
@@ -161,7 +162,7 @@ def analyse(path: Path, phase: str, options: Options, source: str | None = None)
             if not callable(upgrade):
                 raise LoadError("no upgrade() function in the script")
             dependent = bool(_DIALECT_DEPENDENT.search(source))
-            results = _record_all(module, tree, upgrade, path, options, hits, dependent)
+            results = _record_all(module, source, upgrade, path, options, hits, dependent)
     except LoadError as exc:
         return [Hit(exc.line, UNLOADABLE, str(exc))]
     except ScriptTimeout:

@@ -13,6 +13,7 @@ import ast
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from ..policy.model import CONTRACT, EXPAND
 
@@ -56,6 +57,14 @@ def read_header(text: str) -> Header:
     )
 
 
+def header_of_bytes(data: bytes) -> Header:
+    """``read_header`` of a file's bytes, decoded as ``_read`` reads it (UTF-8, universal newlines)."""
+    text = data.decode("utf-8", errors="replace")
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return read_header(text[:20000])
+
+
 def _read(path: Path) -> Header | None:
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
@@ -67,7 +76,9 @@ def _read(path: Path) -> Header | None:
 class PhaseResolver:
     """Resolves phases from the headers of the linted files and their siblings."""
 
-    def __init__(self, files: list[Path], known: dict[Path, Header] | None = None):
+    def __init__(self, files: list[Path], known: dict[Path, Header] | None = None,
+                 read: Callable[[Path], Header | None] = _read):
+        self._read = read
         self.by_revision: dict[str, Header] = {}
         self.by_path: dict[Path, Header | None] = dict(known or {})
         self._labels: dict[str, str | None] = {}
@@ -75,7 +86,7 @@ class PhaseResolver:
         for directory in dict.fromkeys(path.parent for path in files):
             candidates.update(dict.fromkeys(sorted(directory.glob("*.py"))))
         for candidate in candidates:
-            header = self.by_path[candidate] if candidate in self.by_path else _read(candidate)
+            header = self.by_path[candidate] if candidate in self.by_path else read(candidate)
             self.by_path[candidate] = header
             if header and header.revision:
                 self.by_revision.setdefault(header.revision, header)
@@ -103,7 +114,7 @@ class PhaseResolver:
         return label
 
     def phase(self, path: Path, header: Header | None = None) -> str:
-        header = header or (self.by_path[path] if path in self.by_path else _read(path))
+        header = header or (self.by_path[path] if path in self.by_path else self._read(path))
         if header is not None:
             label = self._label(header)
             if label:

@@ -1,8 +1,9 @@
 """Load a revision script from a path, safely.
 
 ``read_source(path)`` rejects what cannot be a migration script (unreadable, binary,
-not UTF-8, larger than ``MAX_BYTES``); ``parse(source, path)`` returns the AST and the
-code object; ``load_module(code, path)`` executes it as a fresh module that is *not*
+not UTF-8, larger than ``MAX_BYTES``); ``compile_script(source, path)`` returns the code
+object (no AST: only the source fallback needs one); ``load_module(code, path)``
+executes it as a fresh module that is *not*
 left in ``sys.modules``, with ``sys.path`` restored afterwards (the current directory
 is prepended while the script runs, like alembic's ``prepend_sys_path = .``) and the
 script's prints swallowed.  ``time_limit(seconds)`` bounds a script that never
@@ -11,7 +12,6 @@ returns.  Every failure is a ``LoadError`` with one line of text and a line numb
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import io
 import os
@@ -63,10 +63,9 @@ def read_source(path: Path) -> str:
         raise LoadError(f"not UTF-8 text (byte {exc.start})", line) from None
 
 
-def parse(source: str, path: Path) -> tuple[ast.Module, types.CodeType]:
+def compile_script(source: str, path: Path) -> types.CodeType:
     try:
-        tree = ast.parse(source, str(path))
-        return tree, compile(tree, str(path), "exec")
+        return compile(source, str(path), "exec")
     except SyntaxError as exc:
         raise LoadError(f"syntax error: {exc.msg}", exc.lineno or 1) from None
     except (ValueError, RecursionError, MemoryError, OverflowError) as exc:

@@ -1,4 +1,4 @@
-"""Classify SQL text into normalized operations, with sqlparse's lexer.
+"""Classify SQL text into normalized operations, with sqlparse's lexer (``sql_lexer``).
 
 ``from_sql("ALTER TABLE t DROP COLUMN c; -- DROP TABLE x")`` returns one
 ``drop_column`` operation: the lexer marks comments, string literals, quoted
@@ -10,15 +10,10 @@ become ``other``; ``DO $$ ... $$`` blocks and function bodies are opaque.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from sqlparse import lexer
-from sqlparse import tokens as T
-
 from . import model as m
 from .defaults import default_kind
+from .sql_lexer import NUMBER, OTHER, PUNCT, QUOTED, STRING, WORD, Tok, tokens  # noqa: F401 (re-exported)
 
-WORD, QUOTED, STRING, NUMBER, PUNCT, OTHER = "word", "quoted", "string", "number", "punct", "other"
 _COLUMN_CONSTRAINT_WORDS = {"NOT", "NULL", "REFERENCES", "UNIQUE", "PRIMARY", "CHECK", "CONSTRAINT", "GENERATED",
                             "COLLATE", "COMMENT", "AUTO_INCREMENT", "ON", "AS", "STORED", "VIRTUAL", "PERSISTENT",
                             "FIRST", "AFTER", "INVISIBLE"}
@@ -27,38 +22,7 @@ _DROP_TARGETS = {"CONSTRAINT": m.DROP_CONSTRAINT, "FOREIGN": m.DROP_CONSTRAINT, 
                  "PRIMARY": m.DROP_CONSTRAINT, "INDEX": m.DROP_INDEX, "KEY": m.DROP_INDEX}
 
 
-@dataclass(frozen=True)
-class Tok:
-    kind: str
-    value: str  # keywords upper-cased; quoted identifiers unquoted
-    raw: str = ""  # as written
-
-    def is_(self, *words: str) -> bool:
-        return self.kind == WORD and self.value in words
-
-
 _END = Tok(OTHER, "", "")
-
-
-def tokens(sql: str) -> list[Tok]:
-    """Lex *sql*, dropping whitespace and comments and splitting multi-word keywords."""
-    out: list[Tok] = []
-    for ttype, value in lexer.tokenize(sql):
-        if ttype in T.Whitespace or ttype in T.Newline or ttype in T.Comment:
-            continue
-        if ttype in T.Literal.String.Symbol or (ttype in T.Name and value[:1] in "`\"["):
-            out.append(Tok(QUOTED, value[1:-1], value))
-        elif ttype in T.Literal.String or ttype in T.Literal.String.Single or ttype is T.Literal:
-            out.append(Tok(STRING, value, value))
-        elif ttype in T.Literal.Number:
-            out.append(Tok(NUMBER, value, value))
-        elif ttype in T.Keyword or ttype in T.Name:
-            out.extend(Tok(WORD, part.upper(), part) for part in value.split())
-        elif ttype in T.Punctuation:
-            out.append(Tok(PUNCT, value, value))
-        else:
-            out.append(Tok(OTHER, value, value))
-    return out
 
 
 def statements(sql: str) -> list[list[Tok]]:

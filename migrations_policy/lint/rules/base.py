@@ -29,7 +29,11 @@ class Rule:
 
     def check(self, verdict: Verdict) -> str | None:
         """The finding's headline, or None.  The linter appends the dialect's explanation
-        (``verdict.effect.note``) and the safe alternative."""
+        (``verdict.effect.note``) and the safe alternative.
+
+        Whether a rule fires must not depend on the operation's names (``table``,
+        ``column``, ``name``, ``text``; only the headline may use them): the linter
+        memoizes the firing rules per name-free operation signature (``lint.judge``)."""
         return None
 
     def applies(self, phase: str) -> bool:

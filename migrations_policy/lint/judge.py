@@ -1,0 +1,54 @@
+"""Which rules an operation breaks on a dialect: the policy's verdict, memoized.
+
+``judge(op, dialect, context, phase)`` returns ``(rule, headline, verdict)`` for every
+rule that fires.  Neither the policy's verdict nor a rule's decision depends on an
+operation's names (``table``, ``column``, ``name``, ``text``): names only go into the
+headline.  So the verdict's effect and the set of firing rules are memoized per
+name-free *signature* of the operation, and only firing rules are asked again, with
+the real operation, for their headline.  A ten-op script then costs a few dict
+look-ups per dialect instead of 20 rule checks per op.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from functools import lru_cache
+from operator import attrgetter
+
+from ..policy import classify
+from ..policy.model import Context, Operation, Verdict
+from . import rules
+
+NAME_FIELDS = frozenset({"table", "column", "name", "text"})
+_signature = attrgetter(*(f.name for f in fields(Operation) if f.name not in NAME_FIELDS))
+_MEMO_LIMIT = 50000
+_memo: dict[tuple, tuple[Verdict, tuple[rules.Rule, ...]]] = {}
+
+
+@lru_cache(maxsize=None)
+def active_rules(phase: str) -> tuple[rules.Rule, ...]:
+    return tuple(rule for rule in rules.all_rules() if rule.applies(phase))
+
+
+def judge(op: Operation, dialect: str, context: Context, phase: str) -> list[tuple[rules.Rule, str, Verdict]]:
+    key = (_signature(op), dialect, context, phase)
+    known = _memo.get(key)
+    if known is None:
+        verdict = classify(op, dialect, context)
+        fired = [(rule, rule.check(verdict)) for rule in active_rules(phase)]
+        fired = [(rule, headline) for rule, headline in fired if headline]
+        if len(_memo) >= _MEMO_LIMIT:
+            _memo.clear()
+        _memo[key] = (verdict, tuple(rule for rule, _ in fired))
+        return [(rule, headline, verdict) for rule, headline in fired]
+    template, firing = known
+    if not firing:
+        return []
+    verdict = Verdict(operation=op, dialect=dialect, phase=template.phase, effect=template.effect,
+                      alternative=template.alternative)
+    found = []
+    for rule in firing:
+        headline = rule.check(verdict)
+        if headline:
+            found.append((rule, headline, verdict))
+    return found
