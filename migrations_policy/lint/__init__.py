@@ -30,6 +30,10 @@ from .report import Finding, LintReport
 __all__ = ["run", "collect", "LintReport", "Finding"]
 
 
+def _path_order(path: Path) -> tuple[str, ...]:
+    return path.parts  # the order of sorted(paths), without pathlib's slow comparisons
+
+
 def _read_head(path: Path) -> Header | None:
     try:
         return read_header(path.read_text(encoding="utf-8", errors="replace")[:20000])
@@ -47,7 +51,7 @@ def collect(paths: Iterable[str | Path], headers: dict | None = None,
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            for found in sorted(path.rglob("*.py")):
+            for found in sorted(path.rglob("*.py"), key=_path_order):
                 if "__pycache__" in found.parts:
                     continue
                 header = header_of(found)
@@ -101,26 +105,32 @@ def run(
         if url_dialect not in dialects:
             raise UsageError(f"--url is a {url_dialect} database but the dialects linted are {', '.join(dialects)}")
         dialects = (url_dialect,)
-    from .engine import Hit, Options, analyse
+    from .engine import Hit, Options
+    from .parallel import analyse_all
 
     options = Options(dialects=dialects, context=Context(postgresql_version=settings.postgresql_version),
                       timeout=getattr(settings, "lint_timeout", 10.0), url=url)
     resolver = PhaseResolver(files, headers, cache.header) if phase is None else None
-    report = LintReport(files=len(files))
+    planned = []  # (path, phase, cache key, cached hits or None)
     for path in files:
         file_phase = phase or (phases or {}).get(path) or resolver.phase(path)
         digest = cache.digest(path)
         key = cache.key(digest, file_phase, options.key()) if digest is not None else None
         cached = cache.get(key) if key else None
-        if cached is not None:
-            hits = [Hit(*item) for item in cached]
-        else:
-            hits = analyse(path, file_phase, options)
+        planned.append((path, file_phase, key, None if cached is None else [Hit(*item) for item in cached]))
+    misses = [(path, file_phase) for path, file_phase, _, hits in planned if hits is None]
+    analysed = iter(analyse_all(misses, options))
+    report = LintReport(files=len(files))
+    severities: dict[str, str] = {}
+    for path, file_phase, key, hits in planned:
+        if hits is None:
+            hits = next(analysed)
             if key and not any(h.code == "MP000" for h in hits):
                 cache.put(key, [h.to_list() for h in hits])
+        name = str(path)
         for hit in hits:
-            severity = _severity(hit.code, settings)
+            severity = severities.get(hit.code) or severities.setdefault(hit.code, _severity(hit.code, settings))
             if severity != "off":
-                report.findings.append(Finding(str(path), hit.line, hit.code, severity, hit.message, file_phase, hit.dialect))
+                report.findings.append(Finding(name, hit.line, hit.code, severity, hit.message, file_phase, hit.dialect))
     cache.save()
     return report

@@ -84,7 +84,7 @@ class PhaseResolver:
         self._labels: dict[str, str | None] = {}
         candidates = dict.fromkeys(files)
         for directory in dict.fromkeys(path.parent for path in files):
-            candidates.update(dict.fromkeys(sorted(directory.glob("*.py"))))
+            candidates.update(dict.fromkeys(sorted(directory.glob("*.py"), key=lambda p: p.parts)))
         for candidate in candidates:
             header = self.by_path[candidate] if candidate in self.by_path else read(candidate)
             self.by_path[candidate] = header

@@ -1,0 +1,58 @@
+"""Analyse the files a run could not answer from the cache, on several CPUs when it pays.
+
+``analyse_all(tasks, options)`` returns ``engine.analyse(path, phase, options)`` for
+every ``(path, phase)`` task, in order.  With at least ``MIN_FILES`` tasks and more
+than one CPU, contiguous chunks go to a ``ProcessPoolExecutor`` whose workers are
+forked after alembic is imported (they share it instead of importing it again);
+otherwise, or where ``fork`` is unavailable, they run in this process.
+``$MIGRATIONS_POLICY_LINT_JOBS`` sets the number of processes (``1``: no pool).
+If a worker dies (a script that calls ``os._exit``), the run falls back to this process.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from itertools import repeat
+from pathlib import Path
+
+from .engine import Hit, Options, analyse
+
+ENV = "MIGRATIONS_POLICY_LINT_JOBS"
+MIN_FILES = 64
+CHUNKS_PER_JOB = 4
+
+
+def jobs() -> int:
+    value = os.environ.get(ENV, "").strip()
+    if value.isdigit() and int(value) > 0:
+        return int(value)
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def _analyse_chunk(chunk: list[tuple[Path, str]], options: Options) -> list[list[Hit]]:
+    return [analyse(path, phase, options) for path, phase in chunk]
+
+
+def _in_pool(tasks: list[tuple[Path, str]], options: Options, workers: int) -> list[list[Hit]]:
+    from . import recorder  # noqa: F401 - imported once, before the fork
+
+    size = -(-len(tasks) // (workers * CHUNKS_PER_JOB))
+    chunks = [tasks[i:i + size] for i in range(0, len(tasks), size)]
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        return [hits for chunk in pool.map(_analyse_chunk, chunks, repeat(options)) for hits in chunk]
+
+
+def analyse_all(tasks: list[tuple[Path, str]], options: Options) -> list[list[Hit]]:
+    workers = min(jobs(), len(tasks) // (MIN_FILES // 2) or 1)
+    if workers > 1 and len(tasks) >= MIN_FILES and not options.url and "fork" in multiprocessing.get_all_start_methods():
+        try:
+            return _in_pool(tasks, options, workers)
+        except (BrokenProcessPool, OSError):
+            pass
+    return _analyse_chunk(tasks, options)

@@ -1,0 +1,86 @@
+"""The cache's stat index (a warm run reads no script) and the process pool (same report as one process)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from migrations_policy.lint import cache as cache_module
+from migrations_policy.lint import run
+
+from .conftest import script
+
+DROP = 'op.drop_column("users", "fax")'
+TRUNCATE = 'op.execute("TRUNCATE users")'
+
+
+def _history(directory, count: int, body: str = DROP) -> list:
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i in range(count):
+        path = directory / f"r{i:03d}.py"
+        path.write_text(script(body, revision=f"r{i:03d}", down=f"r{i - 1:03d}" if i else None,
+                               labels=("expand",) if not i else None))
+        paths.append(path)
+    return paths
+
+
+def test_warm_run_reads_no_script(tmp_path, monkeypatch):
+    _history(tmp_path / "versions", 3)
+    first = run([tmp_path / "versions"], dialects=["postgresql"])
+
+    def no_reading(*args, **kwargs):
+        raise AssertionError(f"a warm run opened {args[0]}")
+
+    real_load = cache_module.Cache._load
+
+    def load_then_forbid(self, path):
+        real_load(self, path)  # reading the index itself is the point
+        monkeypatch.setattr(cache_module, "open", no_reading, raising=False)
+
+    monkeypatch.setattr(cache_module.Cache, "_load", load_then_forbid)
+    second = run([tmp_path / "versions"], dialects=["postgresql"])
+    monkeypatch.undo()
+    assert second.to_dict() == first.to_dict() and first.findings
+
+
+def test_same_size_same_mtime_rewrite_is_seen(tmp_path):
+    """An edit that keeps size and mtime (``touch -r``) still changes ctime: the file is re-read."""
+    path = _history(tmp_path / "versions", 1)[0]
+    assert {f.code for f in run([path], phase="expand", dialects=["postgresql"]).findings} == {"MP101"}
+    stat = path.stat()
+    text = path.read_text().replace('op.drop_column("users", "fax")', 'op.execute("TRUNCATE usersxx")')
+    assert len(text) == stat.st_size
+    path.write_text(text)
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert {f.code for f in run([path], phase="expand", dialects=["postgresql"]).findings} == {"MP106"}
+
+
+def test_racy_entries_are_re_read(tmp_path):
+    """An entry not older than the index may hide a same-tick edit: it is verified by content."""
+    path = _history(tmp_path / "versions", 1)[0]
+    run([path], phase="expand", dialects=["postgresql"])
+    index = tmp_path / "cache" / cache_module.FILENAME
+    entry_mtime = path.stat().st_mtime_ns
+    os.utime(index, ns=(entry_mtime, entry_mtime))  # the index is as old as the file: racy
+    cache = cache_module.Cache(tmp_path / "cache")
+    assert cache.digest(path) is not None and cache.dirty  # re-read, and saved again (then trusted)
+    os.utime(index, ns=(entry_mtime + 10**9, entry_mtime + 10**9))
+    cache = cache_module.Cache(tmp_path / "cache")
+    assert cache.digest(path) is not None and not cache.dirty
+
+
+@pytest.mark.parametrize("cache_dir", ["off", None])
+def test_process_pool_gives_the_same_report(tmp_path, monkeypatch, cache_dir):
+    if cache_dir:
+        monkeypatch.setenv("MIGRATIONS_POLICY_CACHE_DIR", cache_dir)
+    _history(tmp_path / "versions", 70, body=DROP + "\n" + TRUNCATE)
+    (tmp_path / "versions" / "r010.py").write_text("revision = 'r010'\nsyntax error here\n")
+    reports = {}
+    for jobs in ("1", "2"):
+        monkeypatch.setenv("MIGRATIONS_POLICY_LINT_JOBS", jobs)
+        monkeypatch.setenv("MIGRATIONS_POLICY_CACHE_DIR", str(tmp_path / f"cache{jobs}") if not cache_dir else "off")
+        reports[jobs] = run([tmp_path / "versions"], dialects=["postgresql", "sqlite"]).to_dict()
+    assert reports["1"] == reports["2"]
+    assert reports["1"]["files"] == 70 and {f["code"] for f in reports["1"]["findings"]} == {"MP000", "MP101", "MP106"}
