@@ -339,6 +339,35 @@ DBSYNC_COMMANDS.append(CommandSpec(
 ))
 
 
+# -- proving: rehearse, trace (migrations_policy.rehearsal, migrations_policy.trace) --------------
+def _lazy(module: str, name: str) -> Callable:
+    """A function of *module*, imported when the command runs (keeps ``--help`` fast)."""
+    def call(*args):
+        from importlib import import_module
+
+        return getattr(import_module(module, __package__), name)(*args)
+    return call
+
+
+DEVELOPER_COMMANDS.extend([
+    CommandSpec(
+        "rehearse",
+        "rehearse a rolling upgrade: release-N code runs while expand, data migrations and contract run",
+        _lazy(".rehearsal.command", "configure"),
+        _lazy(".rehearsal.command", "run"),
+        description="On an empty scratch database of 127.0.0.1 (or a SQLite file): build the release-N schema "
+                    "(--from-revision), run release-N code (the mapped classes of --old-models, several threads: "
+                    "inserts, updates, reads, each checked) while the expand revisions and the online data "
+                    "migrations run, then both releases' code side by side, then contract under release-N+1 "
+                    "code; report every error either code saw and every mapped column the upgrade made "
+                    "incompatible.",
+        exit_codes={0: "no code saw an error, nothing became incompatible",
+                    1: "errors seen by release-N or release-N+1 code, a failed step, or an incompatibility",
+                    2: "usage or configuration error, database unreachable, or not an empty scratch database"},
+    ),
+])
+
+
 # -- parser construction -----------------------------------------------------
 def _add_global_options(parser: argparse.ArgumentParser, default_config: str) -> None:
     parser.add_argument(

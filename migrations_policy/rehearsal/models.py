@@ -42,18 +42,18 @@ class Models:
         return list(found.values())
 
 
-def _import(spec: str) -> Any:
+def _import(spec: str, what: str = "models") -> Any:
     module_name, _, attribute = spec.partition(":")
     try:
         module = importlib.import_module(module_name.strip())
     except Exception as exc:  # a project's module may raise anything on import
-        raise ConfigError(f"models {spec!r}: cannot import {module_name.strip()!r}: {_one_line(exc)}") from None
+        raise ConfigError(f"{what} {spec!r}: cannot import {module_name.strip()!r}: {_one_line(exc)}") from None
     if not attribute:
         return module
     try:
         return getattr(module, attribute.strip())
     except AttributeError:
-        raise ConfigError(f"models {spec!r}: {module_name.strip()!r} has no {attribute.strip()!r}") from None
+        raise ConfigError(f"{what} {spec!r}: {module_name.strip()!r} has no {attribute.strip()!r}") from None
 
 
 def _is_mapped_class(value: Any) -> bool:

@@ -243,8 +243,8 @@ def rehearse(project: Project, old_models: Any, new_models: Any, from_revision: 
     revisions = [from_revision] if isinstance(from_revision, str) else list(from_revision)
     if not revisions:
         raise UsageError("rehearse: give the release-N revision(s) to build (--from-revision)")
-    require_scratch_database(project)
     old, new = load_models(old_models, "old"), load_models(new_models, "new")
+    require_scratch_database(project)
     rehearsal = _Rehearsal(project, old, new, options)
     try:
         return rehearsal.run(revisions, expand_to, contract_to, contract)
