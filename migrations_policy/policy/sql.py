@@ -10,6 +10,8 @@ become ``other``; ``DO $$ ... $$`` blocks and function bodies are opaque.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from . import model as m
 from .defaults import default_kind
 from .sql_lexer import NUMBER, OTHER, PUNCT, QUOTED, STRING, WORD, Tok, tokens  # noqa: F401 (re-exported)
@@ -96,7 +98,13 @@ def _text(toks: list[Tok]) -> str:
 
 
 def _has(toks: list[Tok], *words: str) -> bool:
-    return any(all(toks[i + k].is_(w) for k, w in enumerate(words)) for i in range(len(toks) - len(words) + 1))
+    """Whether the keyword sequence *words* occurs in *toks*."""
+    first, rest, count = words[0], words[1:], len(toks) - len(words) + 1
+    for i in range(max(count, 0)):
+        tok = toks[i]
+        if tok.value == first and tok.kind == WORD and all(toks[i + k].is_(w) for k, w in enumerate(rest, 1)):
+            return True
+    return False
 
 
 def _column_definition(table: str, cur: _Cursor, base: m.Operation) -> list[m.Operation]:
@@ -307,9 +315,14 @@ def classify_statement(toks: list[Tok], text: str = "") -> list[m.Operation]:
     return [base]
 
 
-def from_sql(sql: str) -> list[m.Operation]:
-    """Every operation in *sql* (one or more statements)."""
+@lru_cache(maxsize=4096)
+def _operations(sql: str) -> tuple[m.Operation, ...]:
     ops = []
     for toks in statements(sql):
         ops.extend(classify_statement(toks, _text(toks)[:200]))
-    return ops
+    return tuple(ops)
+
+
+def from_sql(sql: str) -> list[m.Operation]:
+    """Every operation in *sql* (one or more statements); memoized per distinct text."""
+    return list(_operations(sql))

@@ -15,14 +15,15 @@ per distinct text.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 WORD, QUOTED, STRING, NUMBER, PUNCT, OTHER = "word", "quoted", "string", "number", "punct", "other"
 
 
-@dataclass(frozen=True)
-class Tok:
+class Tok(NamedTuple):
+    """One token (a named tuple: built ~5x faster than a frozen dataclass)."""
+
     kind: str
     value: str  # keywords upper-cased; quoted identifiers unquoted
     raw: str = ""  # as written
