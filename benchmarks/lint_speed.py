@@ -84,6 +84,7 @@ def main() -> None:
             (versions / f"r{i:05d}.py").write_text(revision(i))
         env = {**os.environ, "MIGRATIONS_POLICY_CACHE_DIR": str(root / "cache")}
         cmd = ["migrations-policy", "lint", *[a for d in dialects for a in ("--dialect", d)], str(root / "versions")]
+        load_before = os.getloadavg()[0]
         cold, _ = timed(cmd, env, root)
         warm, _ = timed(cmd, env, root)
         (versions / "r00007.py").write_text(revision(7, salt=" changed"))
@@ -91,7 +92,8 @@ def main() -> None:
         inproc = in_process_warm(root / "versions", dialects, env, root)
         startup, _ = timed([sys.executable, "-c", "import migrations_policy.cli"], env, root)
         n = args.n
-        print(f"lint of {n} revisions x 10 ops, dialects {','.join(dialects)} (each a fresh process)")
+        print(f"lint of {n} revisions x 10 ops, dialects {','.join(dialects)} (each a fresh process; "
+              f"{os.cpu_count()} CPUs, load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after)")
         print(f"  cold (empty cache)   {cold:7.3f} s  {n / cold:8.0f} files/s")
         print(f"  warm (all cached)    {warm:7.3f} s  {n / warm:8.0f} files/s")
         print(f"  one file changed     {one:7.3f} s")

@@ -105,32 +105,30 @@ def run(
         if url_dialect not in dialects:
             raise UsageError(f"--url is a {url_dialect} database but the dialects linted are {', '.join(dialects)}")
         dialects = (url_dialect,)
-    from .engine import Hit, Options
+    from .engine import Options
     from .parallel import analyse_all
 
     options = Options(dialects=dialects, context=Context(postgresql_version=settings.postgresql_version),
                       timeout=getattr(settings, "lint_timeout", 10.0), url=url)
     resolver = PhaseResolver(files, headers, cache.header) if phase is None else None
-    planned = []  # (path, phase, cache key, cached hits or None)
+    planned = []  # (path, phase, cache key, cached [line, code, message, dialect] lists or None)
     for path in files:
         file_phase = phase or (phases or {}).get(path) or resolver.phase(path)
         digest = cache.digest(path)
         key = cache.key(digest, file_phase, options.key()) if digest is not None else None
-        cached = cache.get(key) if key else None
-        planned.append((path, file_phase, key, None if cached is None else [Hit(*item) for item in cached]))
-    misses = [(path, file_phase) for path, file_phase, _, hits in planned if hits is None]
-    analysed = iter(analyse_all(misses, options))
+        planned.append((path, file_phase, key, cache.get(key) if key else None))
+    analysed = iter(analyse_all([(path, file_phase) for path, file_phase, _, hits in planned if hits is None], options))
     report = LintReport(files=len(files))
     severities: dict[str, str] = {}
     for path, file_phase, key, hits in planned:
         if hits is None:
-            hits = next(analysed)
-            if key and not any(h.code == "MP000" for h in hits):
-                cache.put(key, [h.to_list() for h in hits])
+            hits = [hit.to_list() for hit in next(analysed)]
+            if key and not any(code == "MP000" for _, code, _, _ in hits):
+                cache.put(key, hits)
         name = str(path)
-        for hit in hits:
-            severity = severities.get(hit.code) or severities.setdefault(hit.code, _severity(hit.code, settings))
+        for line, code, message, dialect in hits:
+            severity = severities.get(code) or severities.setdefault(code, _severity(code, settings))
             if severity != "off":
-                report.findings.append(Finding(name, hit.line, hit.code, severity, hit.message, file_phase, hit.dialect))
+                report.findings.append(Finding(name, line, code, severity, message, file_phase, dialect))
     cache.save()
     return report

@@ -60,7 +60,8 @@ class Cache:
         self.results: dict[str, list] = {}
         self.dirty = False
         self._index_mtime = 0  # entries stamped at or after it are racy
-        self._seen: dict[str, list | None] = {}  # this run's answer per path
+        self._seen: dict[str, list | None] = {}  # this run's answer per path as given
+        self._cwd = os.getcwd()
         if directory is not None:
             self._load(directory / FILENAME)
 
@@ -78,9 +79,10 @@ class Cache:
 
     def _entry(self, path: Path) -> list | None:
         """[mtime, ctime, size, inode, sha256, header] of *path* now; None when it cannot be read."""
-        name = os.path.abspath(path)
-        if name in self._seen:
-            return self._seen[name]
+        given = str(path)
+        if given in self._seen:
+            return self._seen[given]
+        name = os.path.normpath(os.path.join(self._cwd, given))  # os.path.abspath without a getcwd() per file
         entry = None
         try:
             stat = os.stat(name)
@@ -97,7 +99,7 @@ class Cache:
                 self.dirty = True
         except (OSError, ValueError, TypeError):
             entry = None
-        self._seen[name] = entry
+        self._seen[given] = entry
         return entry
 
     def header(self, path: Path) -> Header | None:

@@ -4,17 +4,16 @@
 every ``(path, phase)`` task, in order.  With at least ``MIN_FILES`` tasks and more
 than one CPU, contiguous chunks go to a ``ProcessPoolExecutor`` whose workers are
 forked after alembic is imported (they share it instead of importing it again);
-otherwise, or where ``fork`` is unavailable, they run in this process.
+otherwise, where ``fork`` is unavailable, or when this process runs other threads,
+they run in this process.
 ``$MIGRATIONS_POLICY_LINT_JOBS`` sets the number of processes (``1``: no pool).
 If a worker dies (a script that calls ``os._exit``), the run falls back to this process.
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+import threading
 from itertools import repeat
 from pathlib import Path
 
@@ -40,6 +39,9 @@ def _analyse_chunk(chunk: list[tuple[Path, str]], options: Options) -> list[list
 
 
 def _in_pool(tasks: list[tuple[Path, str]], options: Options, workers: int) -> list[list[Hit]]:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     from . import recorder  # noqa: F401 - imported once, before the fork
 
     size = -(-len(tasks) // (workers * CHUNKS_PER_JOB))
@@ -49,10 +51,14 @@ def _in_pool(tasks: list[tuple[Path, str]], options: Options, workers: int) -> l
 
 
 def analyse_all(tasks: list[tuple[Path, str]], options: Options) -> list[list[Hit]]:
-    workers = min(jobs(), len(tasks) // (MIN_FILES // 2) or 1)
-    if workers > 1 and len(tasks) >= MIN_FILES and not options.url and "fork" in multiprocessing.get_all_start_methods():
-        try:
-            return _in_pool(tasks, options, workers)
-        except (BrokenProcessPool, OSError):
-            pass
+    workers = min(jobs(), len(tasks) // (MIN_FILES // 2) or 1) if len(tasks) >= MIN_FILES and not options.url else 1
+    if workers > 1 and threading.active_count() == 1:  # forking a threaded process risks its locks
+        import multiprocessing
+        from concurrent.futures.process import BrokenProcessPool
+
+        if "fork" in multiprocessing.get_all_start_methods():
+            try:
+                return _in_pool(tasks, options, workers)
+            except (BrokenProcessPool, OSError):
+                pass
     return _analyse_chunk(tasks, options)
