@@ -365,6 +365,21 @@ DEVELOPER_COMMANDS.extend([
                     1: "errors seen by release-N or release-N+1 code, a failed step, or an incompatibility",
                     2: "usage or configuration error, database unreachable, or not an empty scratch database"},
     ),
+    CommandSpec(
+        "trace",
+        "run the pending expand revisions against a live database and report the locks and rewrites they take",
+        _lazy(".trace", "configure"),
+        _lazy(".trace", "run"),
+        description="PostgreSQL: run each pending expand revision inside one transaction, statement by "
+                    "statement, report the locks each took (pg_locks), the tables it rewrote (relfilenode) and "
+                    "the rows it scanned, then roll back; CONCURRENTLY statements (autocommit blocks) are "
+                    "reported as not run.  MariaDB: run them on a structural copy, each ALTER first with "
+                    "ALGORITHM=INSTANT, then INPLACE, LOCK=NONE, and report which the server refused.  Each "
+                    "statement is cross-checked with the policy knowledge base.",
+        exit_codes={0: "every traced statement did what the policy says",
+                    1: "a finding: a statement rewrote, scanned or locked more than the policy says",
+                    2: "usage or configuration error, database unreachable, or SQLite (one line)"},
+    ),
 ])
 
 
