@@ -144,7 +144,8 @@ class Cache:
                 ignore.write_text("# created by migrations-policy lint\n*\n")
             fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".lint-", suffix=".tmp")
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump({"fingerprint": fingerprint(), "files": files, "results": results}, fh, separators=(",", ":"))
+                # json.dumps, not json.dump: only the one-shot encoder is the C one (~10x faster)
+                fh.write(json.dumps({"fingerprint": fingerprint(), "files": files, "results": results}, separators=(",", ":")))
             os.replace(tmp, self.directory / FILENAME)
         except OSError:
             pass  # a read-only checkout lints fine, only slower

@@ -42,7 +42,10 @@ def _in_pool(tasks: list[tuple[Path, str]], options: Options, workers: int) -> l
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
+    from ..policy.sql_lexer import _plain_word
     from . import recorder  # noqa: F401 - imported once, before the fork
+
+    _plain_word("SELECT")  # sqlparse's keyword tables, loaded once before the fork too
 
     size = -(-len(tasks) // (workers * CHUNKS_PER_JOB))
     chunks = [tasks[i:i + size] for i in range(0, len(tasks), size)]
