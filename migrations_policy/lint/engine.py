@@ -17,7 +17,7 @@ from pathlib import Path
 from ..policy.model import Context
 from ..policy.script import annotate
 from .ignores import find_ignores
-from .judge import judge
+from .judge import judge, signature
 from .loader import LoadError, ScriptTimeout, line_in, compile_script, load_module, needs_database, one_line, read_source, sandbox, time_limit
 
 UNLOADABLE, OFFLINE, IGNORE_NO_REASON, UNUSED_IGNORE = "MP000", "MP001", "MP002", "MP003"
@@ -99,9 +99,10 @@ def _apply_rules(results: dict[str, list], phase: str, options: Options) -> list
     for dialect, recorded in results.items():
         annotated = annotated_by_recording.get(id(recorded))
         if annotated is None:
-            annotated = annotated_by_recording[id(recorded)] = annotate([op for op, _ in recorded])
-        for op, (_, line) in zip(annotated, recorded):
-            for rule, headline, verdict in judge(op, dialect, options.context, phase):
+            ops = annotate([op for op, _ in recorded])
+            annotated = annotated_by_recording[id(recorded)] = [(op, signature(op)) for op in ops]
+        for (op, facts), (_, line) in zip(annotated, recorded):
+            for rule, headline, verdict in judge(op, dialect, options.context, phase, facts):
                 alternative = verdict.alternative if rule.alternative is None else rule.alternative
                 found.append((line, rule.code, headline, dialect, verdict.effect.note, alternative))
     return found

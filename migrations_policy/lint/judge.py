@@ -30,8 +30,15 @@ def active_rules(phase: str) -> tuple[rules.Rule, ...]:
     return tuple(rule for rule in rules.all_rules() if rule.applies(phase))
 
 
-def judge(op: Operation, dialect: str, context: Context, phase: str) -> list[tuple[rules.Rule, str, Verdict]]:
-    key = (_signature(op), dialect, context, phase)
+def signature(op: Operation) -> tuple:
+    """The operation's facts without its names (compute once, judge on every dialect)."""
+    return _signature(op)
+
+
+def judge(op: Operation, dialect: str, context: Context, phase: str,
+          facts: tuple | None = None) -> list[tuple[rules.Rule, str, Verdict]]:
+    """(rule, headline, verdict) for each rule *op* breaks; *facts* is ``signature(op)`` when known."""
+    key = (_signature(op) if facts is None else facts, dialect, context, phase)
     known = _memo.get(key)
     if known is None:
         verdict = classify(op, dialect, context)
