@@ -6,12 +6,16 @@ For each script, its ``upgrade()`` is recorded per dialect offline (``recorder``
 read from source when it needs a database (``astscan``; ``--url`` runs it for real
 on a scratch database instead, ``scratch``), every operation is judged by the policy
 knowledge base (``migrations_policy.policy``), and the rules (``lint.rules``, one per
-module) turn verdicts into findings.  Results are cached per file content
-(``lint.cache``); ``lint.reporters`` renders them.
+module) turn verdicts into findings (``judge`` memoizes them per operation signature).
+Results are cached per file content behind a stat index (``lint.cache``: a warm run
+is one ``stat`` per script and never imports alembic); files the cache cannot answer
+are analysed on several CPUs when there are many (``parallel``); ``lint.reporters``
+renders the report.
 
 Modules: ``loader`` (safe import, time limit), ``recorder``, ``astscan``, ``headers``
 (revision headers, phase), ``ignores`` (inline ignores), ``engine`` (one file),
-``cache``, ``report`` / ``reporters``, ``hook`` (alembic post_write_hook).
+``judge``, ``parallel``, ``cache``, ``report`` / ``reporters``, ``hook`` (alembic
+post_write_hook).
 """
 
 from __future__ import annotations
