@@ -26,23 +26,42 @@ def _history(directory, count: int, body: str = DROP) -> list:
     return paths
 
 
-def test_warm_run_reads_no_script(tmp_path, monkeypatch):
-    _history(tmp_path / "versions", 3)
-    first = run([tmp_path / "versions"], dialects=["postgresql"])
+def _forbid_reading(monkeypatch, allowed: set[str]) -> list[str]:
+    """After the index is loaded, the cache may open only *allowed* paths; returns what it opened."""
+    opened: list[str] = []
+    real_load, real_open = cache_module.Cache._load, open
 
-    def no_reading(*args, **kwargs):
-        raise AssertionError(f"a warm run opened {args[0]}")
-
-    real_load = cache_module.Cache._load
+    def guarded_open(name, *args, **kwargs):
+        assert str(name) in allowed, f"the cache read {name}"
+        opened.append(str(name))
+        return real_open(name, *args, **kwargs)
 
     def load_then_forbid(self, path):
         real_load(self, path)  # reading the index itself is the point
-        monkeypatch.setattr(cache_module, "open", no_reading, raising=False)
+        monkeypatch.setattr(cache_module, "open", guarded_open, raising=False)
 
     monkeypatch.setattr(cache_module.Cache, "_load", load_then_forbid)
+    return opened
+
+
+def test_warm_run_reads_no_script(tmp_path, monkeypatch):
+    _history(tmp_path / "versions", 3)
+    first = run([tmp_path / "versions"], dialects=["postgresql"])
+    opened = _forbid_reading(monkeypatch, allowed=set())
     second = run([tmp_path / "versions"], dialects=["postgresql"])
     monkeypatch.undo()
-    assert second.to_dict() == first.to_dict() and first.findings
+    assert second.to_dict() == first.to_dict() and first.findings and not opened
+
+
+def test_one_changed_file_is_the_only_one_read(tmp_path, monkeypatch):
+    paths = _history(tmp_path / "versions", 5)
+    run([tmp_path / "versions"], dialects=["postgresql"])
+    paths[2].write_text(paths[2].read_text().replace(DROP, TRUNCATE))
+    opened = _forbid_reading(monkeypatch, allowed={str(paths[2])})
+    report = run([tmp_path / "versions"], dialects=["postgresql"])
+    monkeypatch.undo()
+    assert opened == [str(paths[2])]
+    assert [f.code for f in report.findings if f.path == str(paths[2])] == ["MP106"]
 
 
 def test_same_size_same_mtime_rewrite_is_seen(tmp_path):
