@@ -8,7 +8,6 @@ classes, so the same ORM workload drives it.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -16,8 +15,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Mapper, registry
 
+from ..data.discovery import _import as import_spec
 from ..errors import ConfigError
-from ..project import _one_line
 
 
 @dataclass
@@ -43,17 +42,8 @@ class Models:
 
 
 def _import(spec: str, what: str = "models") -> Any:
-    module_name, _, attribute = spec.partition(":")
-    try:
-        module = importlib.import_module(module_name.strip())
-    except Exception as exc:  # a project's module may raise anything on import
-        raise ConfigError(f"{what} {spec!r}: cannot import {module_name.strip()!r}: {_one_line(exc)}") from None
-    if not attribute:
-        return module
-    try:
-        return getattr(module, attribute.strip())
-    except AttributeError:
-        raise ConfigError(f"{what} {spec!r}: {module_name.strip()!r} has no {attribute.strip()!r}") from None
+    """``pkg.module`` or ``pkg.module:NAME``; a one-line ConfigError when it cannot be had."""
+    return import_spec(spec, f"{what} {spec!r}")
 
 
 def _is_mapped_class(value: Any) -> bool:

@@ -1,0 +1,186 @@
+"""Writers' latency while a backfill runs: without, with our batched runner, with one big UPDATE.
+
+    python benchmarks/load.py [--backends postgresql,mysql] [--rows 300000] [--seconds 8] [--writers 4]
+
+Each scenario gets a fresh ``orders`` table with the same rows on a throwaway
+server of 127.0.0.1 (``migrations_policy.testing.servers``).  Writer threads
+insert a row or update a random one (each its own transaction, through
+SQLAlchemy) for ``--seconds`` while
+
+* ``baseline``: nothing else runs;
+* ``runner``: ``migrations_policy.data.run`` (the runner behind ``dbsync
+  online_data_migrations``, default batch size 5000... here ``--batch-size``)
+  backfills ``orders.label`` in a separate process;
+* ``big UPDATE``: one ``UPDATE orders SET label = ...`` (the naive backfill) runs.
+
+Printed per scenario: writer operations (only those started while the backfill
+was running), p50 / p99 / max latency, and the ratio of p50 and p99 to the
+baseline measured in the same run; plus how long the backfill took.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+import sqlalchemy as sa
+
+from migrations_policy.data import ledger
+from migrations_policy.testing import servers
+
+metadata = sa.MetaData()
+orders = sa.Table(
+    "orders", metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("customer", sa.String(40), nullable=False),
+    sa.Column("amount", sa.Integer, nullable=False),
+    sa.Column("status", sa.String(20), nullable=False),
+    sa.Column("label", sa.String(60)),
+)
+
+RUNNER = '''
+import sys
+import sqlalchemy as sa
+from migrations_policy.data import DataMigration, Registry, RunOptions, run
+
+orders = sa.table("orders", sa.column("id", sa.Integer), sa.column("customer", sa.String), sa.column("label"))
+migration = DataMigration("orders_label", table=orders, key="id", pending=orders.c.label.is_(None),
+                          values={"label": sa.func.upper(orders.c.customer)})
+engine = sa.create_engine(sys.argv[1])
+report = run(engine, Registry([migration]), RunOptions(batch_size=int(sys.argv[2])))
+print(report.migrated, round(report.seconds, 2))
+'''
+
+
+def seed(engine: sa.Engine, rows: int) -> None:
+    metadata.drop_all(engine)
+    ledger.metadata.drop_all(engine)
+    metadata.create_all(engine)
+    ledger.metadata.create_all(engine)
+    rng = random.Random(1)
+    with engine.begin() as conn:
+        for start in range(0, rows, 10_000):
+            conn.execute(sa.insert(orders), [
+                {"customer": f"customer-{rng.randrange(10**6)}", "amount": rng.randrange(10**5), "status": "new"}
+                for _ in range(min(10_000, rows - start))])
+    with engine.connect() as conn:
+        if engine.dialect.name == "postgresql":
+            conn.execution_options(isolation_level="AUTOCOMMIT").execute(sa.text("VACUUM ANALYZE orders"))
+        else:
+            conn.execute(sa.text("ANALYZE TABLE orders")).all()
+
+
+def writers(engine: sa.Engine, rows: int, seconds: float, count: int) -> list[tuple[float, float]]:
+    """(start time, latency in seconds) of every writer operation for *seconds*."""
+    latencies: list[tuple[float, float]] = []
+    lock = threading.Lock()
+    deadline = time.monotonic() + seconds
+
+    def work(index: int) -> None:
+        rng = random.Random(index)
+        mine = []
+        while time.monotonic() < deadline:
+            started = time.perf_counter()
+            with engine.begin() as conn:
+                if rng.random() < 0.5:
+                    conn.execute(sa.insert(orders).values(customer=f"w{index}-{rng.randrange(10**6)}",
+                                                          amount=rng.randrange(10**5), status="new"))
+                else:
+                    conn.execute(sa.update(orders).where(orders.c.id == rng.randrange(1, rows))
+                                 .values(amount=rng.randrange(10**5), status="paid"))
+            mine.append((started, time.perf_counter() - started))
+        with lock:
+            latencies.extend(mine)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return latencies
+
+
+def labelled(engine: sa.Engine) -> int:
+    with engine.connect() as conn:
+        return conn.execute(sa.select(sa.func.count()).where(orders.c.label.is_not(None))).scalar()
+
+
+def scenario(name: str, engine: sa.Engine, url: str, args: argparse.Namespace) -> dict:
+    seed(engine, args.rows)
+    background: subprocess.Popen | threading.Thread | None = None
+    took: list[float] = []
+    finished: list[float] = []  # perf_counter when the backfill ended
+    if name == "runner":
+        background = subprocess.Popen([sys.executable, "-c", RUNNER, url, str(args.batch_size)],
+                                      stdout=subprocess.PIPE, text=True)
+        process = background
+        threading.Thread(target=lambda: (process.wait(), finished.append(time.perf_counter())), daemon=True).start()
+        time.sleep(1.0)  # interpreter start-up: measure while batches run
+    elif name == "big UPDATE":
+        def naive() -> None:
+            began = time.monotonic()
+            with engine.begin() as conn:
+                conn.execute(sa.update(orders).where(orders.c.label.is_(None))
+                             .values(label=sa.func.upper(orders.c.customer)))
+            took.append(time.monotonic() - began)
+            finished.append(time.perf_counter())
+        background = threading.Thread(target=naive)
+        background.start()
+        time.sleep(0.2)
+    timed = writers(engine, args.rows, args.seconds, args.writers)
+    # Only the operations that started while the backfill was still running count.
+    latencies = [latency for started, latency in timed if not finished or started < finished[0]]
+    busy = (background.poll() is None) if isinstance(background, subprocess.Popen) else \
+        background.is_alive() if background is not None else False
+    if isinstance(background, subprocess.Popen):
+        background.terminate()
+        out, _ = background.communicate()
+        took.extend(float(x) for x in out.split()[1:2])
+    elif background is not None:
+        background.join()
+    latencies.sort()
+    return {"name": name, "ops": len(latencies), "p50": statistics.median(latencies),
+            "p99": latencies[int(len(latencies) * 0.99) - 1], "max": latencies[-1],
+            "backfill": "" if name == "baseline" else
+            f"{labelled(engine)} rows labelled" + (", still running at the end" if busy else
+                                                    f" in {took[0]:.1f} s" if took else "")}
+
+
+def report(backend: str, results: list[dict], args: argparse.Namespace) -> None:
+    base = results[0]
+    print(f"\n{backend}: {args.rows:,} rows, {args.writers} writer threads, {args.seconds:g} s per scenario, "
+          f"runner batch size {args.batch_size}")
+    print(f"{'scenario':<12} {'ops':>7} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>9} {'p50 x':>6} {'p99 x':>6}  backfill")
+    for r in results:
+        print(f"{r['name']:<12} {r['ops']:>7} {r['p50'] * 1000:>8.2f} {r['p99'] * 1000:>8.2f} {r['max'] * 1000:>9.1f} "
+              f"{r['p50'] / base['p50']:>6.2f} {r['p99'] / base['p99']:>6.2f}  {r['backfill']}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--backends", default="postgresql,mysql")
+    parser.add_argument("--rows", type=int, default=300_000)
+    parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--writers", type=int, default=4)
+    parser.add_argument("--batch-size", type=int, default=1000)
+    args = parser.parse_args()
+    for backend in args.backends.split(","):
+        server = servers.STARTERS[backend]()
+        try:
+            url = server.create_database()
+            engine = sa.create_engine(url, pool_size=args.writers + 2)
+            text = url.render_as_string(hide_password=False)
+            results = [scenario(name, engine, text, args) for name in ("baseline", "runner", "big UPDATE")]
+            engine.dispose()
+            report(backend, results, args)
+        finally:
+            server.stop()
+
+
+if __name__ == "__main__":
+    main()
