@@ -12,8 +12,9 @@ if TYPE_CHECKING:  # SQLAlchemy is imported where a URL is parsed: masking text 
     from sqlalchemy.engine import URL
 
 _MASK = "***"
-# user:password@ inside any URL-looking text (for messages from drivers).
-_PASSWORD_IN_TEXT = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.\-]*://[^:/@\s]*:)(?P<pw>[^@\s]*)@")
+# user:password@ inside any URL-looking text (for messages from drivers).  The password runs to the
+# *last* "@" of the word: a raw password may itself contain "@", ":" or "/".
+_PASSWORD_IN_TEXT = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.\-]*://[^:/@\s]*:)(?P<pw>\S*)@")
 
 
 def parse_url(text: str) -> "URL":

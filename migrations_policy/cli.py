@@ -24,6 +24,7 @@ exit code; a traceback means a bug in migrations_policy.
 from __future__ import annotations
 
 import argparse
+import configparser
 import sys
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -32,6 +33,7 @@ import importlib
 
 from . import __version__
 from ._urls import mask_text
+from .config import _first_line
 from .config import CONTRACT, DEFAULT_ALEMBIC_INI, DIALECTS, EXPAND, PHASES
 from .errors import PolicyError, UsageError
 
@@ -106,8 +108,15 @@ def _run_upgrade(args: argparse.Namespace) -> commands.Result:
     return commands.upgrade(_project(args), phases=phases, force=force)
 
 
+def _revision_id(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("a revision cannot be empty")
+    return text
+
+
 def _configure_stamp(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("revisions", nargs="+", metavar="REVISION", help="revision(s) to record as applied")
+    parser.add_argument("revisions", nargs="+", type=_revision_id, metavar="REVISION",
+                        help="revision(s) to record as applied")
     parser.add_argument("--purge", action="store_true", help="empty the version table first")
 
 
@@ -457,6 +466,10 @@ def run_parsed(args: argparse.Namespace, prog: str = "dbsync") -> int:
     except PolicyError as exc:
         print(f"{prog}: error: {mask_text(exc.message)}", file=sys.stderr)
         return exc.exit_code
+    except configparser.Error as exc:  # only the user's own ini files get here (e.g. bad %(...)s)
+        print(f"{prog}: error: {getattr(args, 'config', None) or 'config'}: {mask_text(_first_line(exc))}",
+              file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130

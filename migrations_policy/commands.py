@@ -56,6 +56,8 @@ def _alembic(fn, *args, **kwargs) -> None:
         raise PolicyError(str(exc), exit_code=GateRefused.exit_code) from None
     except CommandError as exc:
         raise PolicyError(f"alembic: {_one_line(exc)}") from None
+    except (ImportError, OSError) as exc:  # env.py missing, or the project's env.py cannot import its code
+        raise PolicyError(f"alembic: cannot load the environment's env.py: {_one_line(exc)}") from None
     except sa_exc.DBAPIError as exc:
         if is_lock_timeout(exc):
             raise PolicyError("gave up waiting for a lock after every retry: another transaction holds a lock "

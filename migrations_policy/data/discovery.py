@@ -67,7 +67,7 @@ def load_release_mapping(spec: str) -> ReleaseMapping:
 
 def load_registry(settings: Settings, sys_paths: Iterable[str] = (), use_entry_points: bool = True) -> Registry:
     """Every data migration of the project, the object-version backfill last."""
-    for path in reversed(list(sys_paths)):
+    for path in reversed(list(sys_paths or ())):
         if path not in sys.path:
             sys.path.insert(0, path)
     registry = Registry()
