@@ -49,6 +49,7 @@ class _LazyModule:
 
 
 commands = _LazyModule("migrations_policy.commands")
+lint_command = _LazyModule("migrations_policy.lint.command")
 
 
 COMMON_EXIT_CODES = {
@@ -334,7 +335,7 @@ DEVELOPER_COMMANDS.append(CommandSpec(
     "lint",
     "check migration scripts against the expand/contract policy",
     _configure_lint,
-    lambda args: commands.lint(args.paths, phase=args.phase, dialects=args.dialects, config_file=args.config, url=args.url),
+    lambda args: lint_command.lint(args.paths, phase=args.phase, dialects=args.dialects, config_file=args.config, url=args.url),
     description=_LINT_DESCRIPTION,
     exit_codes=LINT_EXIT_CODES,
 ))
@@ -342,7 +343,7 @@ DBSYNC_COMMANDS.append(CommandSpec(
     "lint",
     "lint the project's version scripts (no database needed)",
     _configure_dbsync_lint,
-    lambda args: commands.lint([], phase=args.phase, dialects=args.dialects, project=_project(args)),
+    lambda args: lint_command.lint([], phase=args.phase, dialects=args.dialects, project=_project(args)),
     description=_LINT_DESCRIPTION + " Lints every script of the alembic ini's version locations.",
     exit_codes=LINT_EXIT_CODES,
 ))
@@ -358,11 +359,54 @@ def _lazy(module: str, name: str) -> Callable:
     return call
 
 
+def _configure_rehearse(parser: argparse.ArgumentParser) -> None:
+    positive_int, positive_float = _number(int), _number(float)
+    parser.add_argument("-c", "--config", default=DEFAULT_ALEMBIC_INI, metavar="FILE",
+                        help=f"alembic ini file of the project (default: {DEFAULT_ALEMBIC_INI})")
+    parser.add_argument("--url", help="scratch database URL (127.0.0.1 or a SQLite file; must be empty)")
+    parser.add_argument("--old-models", required=True, metavar="MODULE[:NAME]",
+                        help="release N's models: a module of mapped classes, or its MetaData / declarative base")
+    parser.add_argument("--new-models", required=True, metavar="MODULE[:NAME]", help="release N+1's models")
+    parser.add_argument("--from-revision", action="append", required=True, metavar="REV",
+                        help="revision the release-N schema is at (repeatable, e.g. one per branch)")
+    parser.add_argument("--expand-to", metavar="REV", help="expand target (default: the expand heads)")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--contract-to", metavar="REV", help="contract target (default: the contract heads)")
+    group.add_argument("--no-contract", action="store_true", help="stop after the rolling phase")
+    parser.add_argument("--seconds", type=positive_float, default=5.0, help="length of each phase (default: 5)")
+    parser.add_argument("--threads", type=positive_int, default=4, help="threads per release's code (default: 4)")
+    parser.add_argument("--max-operations", type=positive_int, default=20_000, metavar="N",
+                        help="operations per code and phase at most (default: 20000)")
+    parser.add_argument("--seed-rows", type=positive_int, default=50, metavar="N",
+                        help="rows release-N code writes per table before expand (default: 50)")
+    parser.add_argument("--batch-size", type=positive_int, default=200, metavar="N",
+                        help="data-migration batch size (default: 200)")
+    parser.add_argument("--seed", type=int, help="random seed of the workload (default: random, printed)")
+    parser.add_argument("--workload", metavar="MODULE:FUNCTION",
+                        help="the project's own operation: FUNCTION(session, models, rng), mixed with the generic ones")
+    parser.add_argument("--value", action="append", default=[], metavar="TABLE.COLUMN=VALUE",
+                        help="a value the workload always writes to this column (repeatable)")
+    parser.add_argument("--no-retry", action="store_true",
+                        help="report deadlocks and lock waits as errors instead of retrying them like an application")
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+
+
+def _configure_trace(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-c", "--config", default=DEFAULT_ALEMBIC_INI, metavar="FILE",
+                        help=f"alembic ini file of the project (default: {DEFAULT_ALEMBIC_INI})")
+    parser.add_argument("--url", help="database URL (PostgreSQL or MariaDB), overrides sqlalchemy.url")
+    parser.add_argument("--revision", action="append", default=[], metavar="REV",
+                        help="trace these revisions instead of the pending expand ones (repeatable)")
+    parser.add_argument("--contract", action="store_true",
+                        help="also trace the pending contract revisions (after expand, same transaction)")
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+
+
 DEVELOPER_COMMANDS.extend([
     CommandSpec(
         "rehearse",
         "rehearse a rolling upgrade: release-N code runs while expand, data migrations and contract run",
-        _lazy(".rehearsal.command", "configure"),
+        _configure_rehearse,
         _lazy(".rehearsal.command", "run"),
         description="On an empty scratch database of 127.0.0.1 (or a SQLite file): build the release-N schema "
                     "(--from-revision), run release-N code (the mapped classes of --old-models, several threads: "
@@ -377,7 +421,7 @@ DEVELOPER_COMMANDS.extend([
     CommandSpec(
         "trace",
         "run the pending expand revisions against a live database and report the locks and rewrites they take",
-        _lazy(".trace", "configure"),
+        _configure_trace,
         _lazy(".trace", "run"),
         description="PostgreSQL: run each pending expand revision inside one transaction, statement by "
                     "statement, report the locks each took (pg_locks), the tables it rewrote (relfilenode) and "

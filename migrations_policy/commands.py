@@ -18,6 +18,7 @@ from alembic.util import CommandError
 from sqlalchemy import exc as sa_exc
 
 from .errors import PolicyError, UsageError
+from .result import Result
 from .gate import GateRefused
 from .lock_timeout import is_lock_timeout
 from .project import Project, _one_line
@@ -25,27 +26,6 @@ from .runtime import FORCE_ATTRIBUTE, STATS_ATTRIBUTE
 from .revisions import CONTRACT, EXPAND, PHASES, branch_statuses, current_heads
 from .state import (CHECK_CONTRACT_ALLOWED, CHECK_DATA_PENDING, CHECK_EXPAND_PENDING, CHECK_NOTHING_TO_DO,
                     UpgradeState, assess, release_mapping)
-
-
-@dataclass
-class Result:
-    """Base result: exit code 0 and nothing to say."""
-
-    exit_code: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {}
-
-    def text(self) -> str:
-        return ""
-
-    def render(self, fmt: str) -> str:
-        """The output for ``--format fmt``: text or JSON (subclasses may know more formats)."""
-        if fmt == "json":
-            return json.dumps(self.to_dict(), indent=2, sort_keys=True, default=str)
-        if fmt != "text":
-            raise UsageError(f"this command has no {fmt!r} output format")
-        return self.text()
 
 
 def _alembic(fn, *args, **kwargs) -> None:
@@ -325,49 +305,7 @@ def revision(project: Project, message: str, rev_id: str | None = None) -> Resul
     return run(project, message, rev_id=rev_id)
 
 
-# -- lint ---------------------------------------------------------------------
-@dataclass
-class LintResult(Result):
-    """Findings of ``lint``; renders as text, json, github, sarif or junit."""
-
-    report: Any = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return self.report.to_dict()
-
-    def text(self) -> str:
-        return self.render("text")
-
-    def render(self, fmt: str) -> str:
-        from .lint.reporters import render
-
-        return render(self.report, fmt)
-
-
-def lint(paths: list[str], *, phase: str | None = None, dialects: list[str] | None = None,
-         config_file: str | None = None, url: str | None = None, project: Project | None = None) -> LintResult:
-    """Lint migration scripts (files or version directories); no database needed.
-
-    Settings come from pyproject.toml / setup.cfg in the current directory (or the
-    *project*'s alembic ini) and *config_file*.  With a *project* and no *paths*, its
-    version locations are linted, each script with its branch's phase.
-    """
-    from pathlib import Path
-
-    from . import lint as linter
-    from .config import load_settings
-    from .revisions import phase_of
-
-    settings = project.settings if project else load_settings(".", extra_file=config_file)
-    phases = None
-    if project is not None and not paths:
-        revs = list(project.script.walk_revisions())
-        phases = {Path(rev.path): phase_of(rev) or EXPAND for rev in revs}
-        paths = sorted(str(p) for p in phases)
-    paths = paths or settings.paths
-    if not paths:
-        raise UsageError("lint: no PATH given and no 'paths' setting")
-    report = linter.run(paths, phase=phase, dialects=dialects or None, settings=settings, url=url, phases=phases)
-    return LintResult(exit_code=report.exit_code, report=report)
+# -- lint: migrations_policy.lint.command (no alembic import on the lint path) ----------------
+from .lint.command import LintResult, lint  # noqa: E402  (re-exported)
 
 __all__ = ["lint", "LintResult", "init", "adopt", "check_models", "revision", "Result", "version", "status", "upgrade", "stamp", "online_data_migrations", "EXPAND", "CONTRACT"]

@@ -67,19 +67,5 @@ def trace(project: Project, revisions: Sequence[str] = (), contract: bool = Fals
     return result.finish()
 
 
-def configure(parser) -> None:
-    """Arguments of ``migrations-policy trace``."""
-    from ..project import DEFAULT_ALEMBIC_INI
-
-    parser.add_argument("-c", "--config", default=DEFAULT_ALEMBIC_INI, metavar="FILE",
-                        help=f"alembic ini file of the project (default: {DEFAULT_ALEMBIC_INI})")
-    parser.add_argument("--url", help="database URL (PostgreSQL or MariaDB), overrides sqlalchemy.url")
-    parser.add_argument("--revision", action="append", default=[], metavar="REV",
-                        help="trace these revisions instead of the pending expand ones (repeatable)")
-    parser.add_argument("--contract", action="store_true",
-                        help="also trace the pending contract revisions (after expand, same transaction)")
-    parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
-
-
 def run(args) -> TraceResult:
     return trace(Project(args.config, url=args.url), revisions=args.revision, contract=args.contract)

@@ -1,0 +1,61 @@
+"""``migrations-policy lint`` / ``dbsync lint`` as a plain function returning a ``Result``.
+
+Kept apart from ``migrations_policy.commands`` so that the lint path imports no
+alembic or SQLAlchemy unless a script has to be run (a warm cache needs neither).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..config import EXPAND
+from ..errors import UsageError
+from ..result import Result
+
+if TYPE_CHECKING:
+    from ..project import Project
+
+
+@dataclass
+class LintResult(Result):
+    """Findings of ``lint``; renders as text, json, github, sarif or junit."""
+
+    report: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.report.to_dict()
+
+    def text(self) -> str:
+        return self.render("text")
+
+    def render(self, fmt: str) -> str:
+        from .reporters import render
+
+        return render(self.report, fmt)
+
+
+def lint(paths: list[str], *, phase: str | None = None, dialects: list[str] | None = None,
+         config_file: str | None = None, url: str | None = None, project: Project | None = None) -> LintResult:
+    """Lint migration scripts (files or version directories); no database needed.
+
+    Settings come from pyproject.toml / setup.cfg in the current directory (or the
+    *project*'s alembic ini) and *config_file*.  With a *project* and no *paths*, its
+    version locations are linted, each script with its branch's phase.
+    """
+    from .. import lint as linter
+    from ..config import load_settings
+    from ..revisions import phase_of
+
+    settings = project.settings if project else load_settings(".", extra_file=config_file)
+    phases = None
+    if project is not None and not paths:
+        revs = list(project.script.walk_revisions())
+        phases = {Path(rev.path): phase_of(rev) or EXPAND for rev in revs}
+        paths = sorted(str(p) for p in phases)
+    paths = paths or settings.paths
+    if not paths:
+        raise UsageError("lint: no PATH given and no 'paths' setting")
+    report = linter.run(paths, phase=phase, dialects=dialects or None, settings=settings, url=url, phases=phases)
+    return LintResult(exit_code=report.exit_code, report=report)
