@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -117,3 +118,18 @@ def test_import_alembic_loads_only_the_light_plugin_modules(tmp_path):
     assert registered == "True"
     assert modules == str(["migrations_policy", "migrations_policy.authoring", "migrations_policy.authoring.plugin",
                            "migrations_policy.lint_plugin"])
+
+
+def test_warm_lint_through_the_cli_never_imports_alembic(tmp_path):
+    """The CI gate's common case (nothing changed) stays cheap: no alembic, no SQLAlchemy."""
+    from .helpers import EXAMPLE
+
+    code = ("import sys; from migrations_policy.cli import main; code = main(['lint', sys.argv[1]]); "
+            "print(code, 'alembic' in sys.modules, 'sqlalchemy' in sys.modules)")
+    env = {**os.environ, "MIGRATIONS_POLICY_CACHE_DIR": str(tmp_path / "cache")}
+    versions = str(EXAMPLE / "migrations" / "versions")
+    runs = [subprocess.run([sys.executable, "-c", code, versions], capture_output=True, text=True, env=env,
+                           cwd=tmp_path) for _ in range(2)]
+    cold, warm = (run.stdout.strip().splitlines()[-1] for run in runs)
+    assert cold == "0 True True"    # the scripts had to run
+    assert warm == "0 False False"  # the content cache answered

@@ -46,11 +46,12 @@ def lint(paths: list[str], *, phase: str | None = None, dialects: list[str] | No
     """
     from .. import lint as linter
     from ..config import load_settings
-    from ..revisions import phase_of
 
     settings = project.settings if project else load_settings(".", extra_file=config_file)
     phases = None
     if project is not None and not paths:
+        from ..revisions import phase_of  # alembic: only dbsync lint, which reads the project's scripts
+
         revs = list(project.script.walk_revisions())
         phases = {Path(rev.path): phase_of(rev) or EXPAND for rev in revs}
         paths = sorted(str(p) for p in phases)
