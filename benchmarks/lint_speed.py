@@ -101,7 +101,9 @@ def main() -> None:
         seconds, findings, imported = inproc.split()
         print(f"  warm, in process (migrations_policy.lint.run): {float(seconds):.3f} s, "
               f"{findings} findings, alembic imported: {imported}")
-        squawk = shutil.which("squawk")
+        # The binary itself, not a version manager's shim script in front of it (pyenv adds ~0.2 s).
+        beside_python = Path(sys.executable).with_name("squawk")
+        squawk = str(beside_python) if beside_python.exists() else shutil.which("squawk")
         if squawk:
             sql_dir = root / "sql"
             sql_dir.mkdir()
