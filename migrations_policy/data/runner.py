@@ -57,9 +57,18 @@ class PendingMigration(NamedTuple):
 
 
 # -- queries shared by the runner and the gate --------------------------------------
-def count_pending(conn: Connection, migration: DataMigration, where: Any = None) -> int:
+def count_pending(conn: Connection, migration: DataMigration, where: Any = None, current: bool = False) -> int:
+    """Rows matching the pending predicate (and *where*).
+
+    *current*: inside a batch on MySQL/MariaDB, count what is committed now (a locking
+    read), not what the transaction's REPEATABLE READ snapshot saw before the batch's
+    UPDATE; otherwise a row another writer fixed meanwhile would count as stuck.
+    """
     condition = migration.pending if where is None else where
-    return int(conn.execute(sa.select(sa.func.count()).select_from(migration.table).where(condition)).scalar())
+    query = sa.select(sa.func.count()).select_from(migration.table).where(condition)
+    if current and conn.dialect.name in ("mysql", "mariadb"):
+        query = query.with_for_update(read=True)
+    return int(conn.execute(query).scalar())
 
 
 def missing_columns(conn: Connection, migration: DataMigration) -> list[str]:
@@ -209,11 +218,11 @@ class _Walk:
                 processed, stuck = len(flags), sum(flags)
             else:
                 processed = conn.execute(update).rowcount
-                stuck = count_pending(conn, m, batch.where)
+                stuck = count_pending(conn, m, batch.where, current=True)
             return processed, processed - stuck, stuck
         before = count_pending(conn, m, batch.where)
         returned = m.migrate(conn, batch)
-        stuck = count_pending(conn, m, batch.where)
+        stuck = count_pending(conn, m, batch.where, current=True)
         migrated = returned if isinstance(returned, int) and not isinstance(returned, bool) \
             else max(before - stuck, 0)
         return max(before, migrated + stuck), migrated, stuck

@@ -212,3 +212,26 @@ def test_record_forced_and_missing_ledger(db_engine):
     from migrations_policy.errors import DatabaseError
     with pytest.raises(DatabaseError, match="create_ledger"):
         run(db_engine, Registry([copy()]))
+
+
+def test_a_row_fixed_by_another_writer_during_the_batch_is_not_stuck(db_engine, backend):
+    """MariaDB's REPEATABLE READ snapshot (taken by a read before the batch's writes) still shows a
+    row another writer fixed meanwhile as pending; the stuck count must read what is committed now."""
+    if backend == "sqlite":
+        pytest.skip("SQLite's batch holds the database write lock: no other writer can commit meanwhile")
+    create_schema(db_engine, rows=10)
+
+    def fix_row_3_elsewhere():
+        with db_engine.begin() as other:
+            other.execute(sa.update(items).where(items.c.id == 3).values(dst="fixed by new code"))
+
+    @data_migration("copy_with_a_concurrent_fix", table=t, key="id", pending=PENDING)
+    def migrate(connection, batch):
+        connection.execute(sa.select(sa.func.count()).select_from(t)).scalar()  # the snapshot starts here
+        fix_row_3_elsewhere()
+        return connection.execute(sa.update(t).where(batch.where).values(dst=t.c.src)).rowcount
+
+    report = run(db_engine, Registry([migrate]), RunOptions(batch_size=100))
+    m = by_name(report)["copy_with_a_concurrent_fix"]
+    assert (m.stuck, m.remaining_after, report.exit_code) == (0, 0, 0)
+    assert scalar(db_engine, sa.select(items.c.dst).where(items.c.id == 3)) == "fixed by new code"
