@@ -33,3 +33,19 @@ def set_ini_option(ini: Path, section: str, key: str, value: str) -> None:
     parser.set(section, key, value)
     with open(ini, "w") as fh:
         parser.write(fh)
+
+
+def write_data_project(directory: Path, module: str, source: str) -> Path:
+    """A project in *directory*: *module*.py holding *source*, and an alembic.ini naming it as data_migrations."""
+    import textwrap
+
+    (directory / f"{module}.py").write_text(textwrap.dedent(source))
+    (directory / "alembic.ini").write_text(textwrap.dedent(f"""\
+        [alembic]
+        script_location = %(here)s/migrations
+        prepend_sys_path = %(here)s
+
+        [migrations_policy]
+        data_migrations = {module}
+        """))
+    return directory

@@ -12,11 +12,12 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+
+from ..helpers import write_data_project
 
 from migrations_policy.data import ledger
 
@@ -82,16 +83,7 @@ def scalar(engine: sa.Engine, query) -> int:
 @pytest.fixture
 def project_dir(tmp_path, db_url) -> Path:
     """An alembic.ini whose [migrations_policy] names the test app module, with --url for the test db."""
-    (tmp_path / "odm_app.py").write_text(textwrap.dedent(APP_MODULE))
-    (tmp_path / "alembic.ini").write_text(textwrap.dedent("""\
-        [alembic]
-        script_location = %(here)s/migrations
-        prepend_sys_path = %(here)s
-
-        [migrations_policy]
-        data_migrations = odm_app
-        """))
-    return tmp_path
+    return write_data_project(tmp_path, "odm_app", APP_MODULE)
 
 
 def dbsync_argv(project: Path, url: sa.URL, *args: str) -> list[str]:

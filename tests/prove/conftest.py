@@ -9,11 +9,12 @@ writes row by row.  Both bump ``n``: a row migrated twice ends with ``n == 2``.
 from __future__ import annotations
 
 import random
-import textwrap
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+
+from ..helpers import write_data_project
 
 from migrations_policy.data import ledger
 
@@ -138,13 +139,4 @@ def check_complete(engine: sa.Engine, account_rows: list, event_rows: list) -> N
 @pytest.fixture
 def prove_project(tmp_path, db_url) -> Path:
     """An alembic.ini whose [migrations_policy] names the prove app module."""
-    (tmp_path / "prove_app.py").write_text(textwrap.dedent(APP_MODULE))
-    (tmp_path / "alembic.ini").write_text(textwrap.dedent("""\
-        [alembic]
-        script_location = %(here)s/migrations
-        prepend_sys_path = %(here)s
-
-        [migrations_policy]
-        data_migrations = prove_app
-        """))
-    return tmp_path
+    return write_data_project(tmp_path, "prove_app", APP_MODULE)
