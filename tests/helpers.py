@@ -44,6 +44,7 @@ def write_data_project(directory: Path, module: str, source: str) -> Path:
         [alembic]
         script_location = %(here)s/migrations
         prepend_sys_path = %(here)s
+        path_separator = os
 
         [migrations_policy]
         data_migrations = {module}

@@ -214,8 +214,11 @@ class _Walk:
                 # Exact even with concurrent writers: the predicate on the rows this UPDATE wrote.
                 # (Not on SQLite: 3.40 evaluates such RETURNING expressions wrongly; its write lock
                 # makes the count below exact there anyway.)
-                flags = conn.execute(update.returning(sa.case((m.pending, 1), else_=0))).scalars().all()
-                processed, stuck = len(flags), sum(flags)
+                # Aggregated server-side (a data-modifying CTE): one row back, not one per updated row.
+                written = update.returning(sa.case((m.pending, 1), else_=0).label("stuck")).cte("written")
+                processed, stuck = conn.execute(
+                    sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(written.c.stuck), 0))).one()
+                processed, stuck = int(processed), int(stuck)
             else:
                 processed = conn.execute(update).rowcount
                 stuck = count_pending(conn, m, batch.where, current=True)
