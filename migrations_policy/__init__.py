@@ -1,19 +1,41 @@
 """Enforced expand / online-data-migration / contract policy for rolling upgrades.
 
-The public API is small and lives here; everything else is an implementation
-detail of the commands (``migrations_policy.commands``) and the two console
-scripts (``migrations-policy`` and ``dbsync``).
+The public API is small and lives here:
+
+* models: ``VersionedMixin``, ``object_table``, ``configure_object_versions``
+  (the ``version`` column of object tables and the release pin);
+* data migrations: ``DataMigration``, ``data_migration``, ``ReleaseMapping``;
+* services: ``assert_schema_compatible`` / ``SchemaIncompatible``.
+
+Contract revisions declare what they need with ``requires_data_migrations = (...)``
+or ``op.require_data_migrations(...)``; env.py wires everything in through
+``migrations_policy.environment.configure_options``.  Everything else serves the
+commands (``migrations_policy.commands``) and the two console scripts
+(``migrations-policy`` and ``dbsync``).
 """
 
 __version__ = "0.1.0"
 
-__all__ = ["assert_schema_compatible", "SchemaIncompatible"]
+# Lazy: alembic imports this package on every ``import alembic`` (our plugins), so nothing
+# is imported until a name is used.
+_PUBLIC = {
+    "VersionedMixin": "authoring.versioned",
+    "object_table": "authoring.versioned",
+    "configure_object_versions": "authoring.versioned",
+    "DataMigration": "data.declare",
+    "data_migration": "data.declare",
+    "ReleaseMapping": "data.versions",
+    "assert_schema_compatible": "compat",
+    "SchemaIncompatible": "compat",
+}
+
+__all__ = sorted(_PUBLIC)
 
 
 def __getattr__(name):
-    # Lazy: importing the package (e.g. alembic's plugin loading) stays cheap.
-    if name in ("assert_schema_compatible", "SchemaIncompatible"):
-        from . import compat
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
 
-        return getattr(compat, name)
-    raise AttributeError(name)
+    return getattr(import_module(f".{module}", __name__), name)
