@@ -8,7 +8,6 @@ them without subprocesses.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,12 +17,12 @@ from alembic.util import CommandError
 from sqlalchemy import exc as sa_exc
 
 from .errors import PolicyError, UsageError
-from .result import Result
 from .gate import GateRefused
 from .lock_timeout import is_lock_timeout
 from .project import Project, _one_line
-from .runtime import FORCE_ATTRIBUTE, STATS_ATTRIBUTE
+from .result import Result
 from .revisions import CONTRACT, EXPAND, PHASES, branch_statuses, current_heads
+from .runtime import FORCE_ATTRIBUTE, STATS_ATTRIBUTE
 from .state import (CHECK_CONTRACT_ALLOWED, CHECK_DATA_PENDING, CHECK_EXPAND_PENDING, CHECK_NOTHING_TO_DO,
                     UpgradeState, assess, release_mapping)
 
@@ -41,8 +40,9 @@ def _alembic(fn, *args, **kwargs) -> None:
     except sa_exc.DBAPIError as exc:
         if is_lock_timeout(exc):
             raise PolicyError("gave up waiting for a lock after every retry: another transaction holds a lock "
-                              f"on the table ({_one_line(exc)}); nothing of the failed revision was kept, "
-                              "rerun when it has finished") from None
+                              f"on the table ({_one_line(exc)}); the failed revision was rolled back (on "
+                              "MariaDB/MySQL only its statements before the failed one stay applied), rerun "
+                              "when that transaction has finished") from None
         raise PolicyError(f"migration failed: {_one_line(exc)}") from None
 
 
