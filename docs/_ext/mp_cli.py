@@ -1,4 +1,5 @@
-"""``.. mp-cli:: dbsync`` — the command-line reference, generated from the argparse parsers.
+"""Reference docs generated from the code: ``.. mp-cli:: dbsync`` (the argparse parsers) and
+``.. mp-settings::`` (the Settings dataclass).
 
 Each subcommand gets a section with its ``--help`` text and its exit codes
 (``CommandSpec.exit_codes``), so the reference cannot drift from the code.
@@ -18,25 +19,28 @@ def _section(title: str, ident: str) -> nodes.section:
     return section
 
 
-def _exit_code_table(codes: dict[int, str]) -> nodes.table:
+def _table(widths: tuple[int, ...], header: tuple[str, ...], rows: list[tuple[str, ...]]) -> nodes.table:
+    """A docutils table with one header row."""
     table = nodes.table()
-    group = nodes.tgroup(cols=2)
+    group = nodes.tgroup(cols=len(widths))
     table += group
-    group += nodes.colspec(colwidth=10)
-    group += nodes.colspec(colwidth=70)
+    for width in widths:
+        group += nodes.colspec(colwidth=width)
     head, body = nodes.thead(), nodes.tbody()
     group += head
     group += body
-    for target, cells in ((head, ("exit code", "meaning")),) + tuple(
-        (body, (str(code), meaning)) for code, meaning in sorted(codes.items())
-    ):
-        row = nodes.row()
+    for target, cells in [(head, header)] + [(body, row) for row in rows]:
+        row_node = nodes.row()
         for cell_text in cells:
             entry = nodes.entry()
             entry += nodes.paragraph(text=cell_text)
-            row += entry
-        target += row
+            row_node += entry
+        target += row_node
     return table
+
+
+def _exit_code_table(codes: dict[int, str]) -> nodes.table:
+    return _table((10, 70), ("exit code", "meaning"), [(str(c), m) for c, m in sorted(codes.items())])
 
 
 class CliDirective(Directive):
@@ -59,6 +63,33 @@ class CliDirective(Directive):
         return result
 
 
+class SettingsDirective(Directive):
+    """``.. mp-settings::`` — every key of ``config.Settings``: name, default, its ``#:`` comment."""
+
+    def run(self):
+        import dataclasses
+        import inspect
+        import re
+
+        from migrations_policy import config
+
+        source = inspect.getsource(config.Settings)
+        docs = dict((name, doc) for doc, name in re.findall(r"#: (.+)\n\s+(\w+):", source))
+        defaults = config.Settings()
+        rows = [(f.name, _default_text(getattr(defaults, f.name)), docs.get(f.name, ""))
+                for f in dataclasses.fields(config.Settings)]
+        return [_table((20, 25, 55), ("key", "default", "meaning"), rows)]
+
+
+def _default_text(value) -> str:
+    if isinstance(value, list):
+        return ", ".join(value) or "(none)"
+    if isinstance(value, dict):
+        return "(none)" if not value else ", ".join(f"{k} = {v}" for k, v in value.items())
+    return str(value) if value != "" else "(none)"
+
+
 def setup(app):
     app.add_directive("mp-cli", CliDirective)
+    app.add_directive("mp-settings", SettingsDirective)
     return {"parallel_read_safe": True}
