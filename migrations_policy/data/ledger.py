@@ -118,14 +118,26 @@ def as_key_text(key: Any) -> str | None:
     return None if key is None else str(key)[:255]
 
 
+def batch_update(name: str, migrated: Any, stuck: Any, key_text: Any, updated_at: Any) -> sa.Update:
+    """The ledger UPDATE of one batch; every value may be an SQL expression or a bind parameter
+    (on PostgreSQL *migrated* and *stuck* come from the batch's own data-modifying CTE: one
+    statement for both, built once per run)."""
+    return sa.update(ledger).where(ledger.c.name == name).values(
+        updated_at=updated_at, rows_migrated=ledger.c.rows_migrated + migrated,
+        rows_stuck=ledger.c.rows_stuck + stuck, last_key=key_text)
+
+
 def record_batch(connection: Connection, name: str, migrated: int, stuck: int, key: Any) -> None:
     """Inside the batch's transaction: what the batch did (atomic with the batch itself)."""
-    _update(connection, name, rows_migrated=ledger.c.rows_migrated + migrated,
-            rows_stuck=ledger.c.rows_stuck + stuck, last_key=as_key_text(key))
+    connection.execute(batch_update(name, migrated, stuck, as_key_text(key), utcnow()))
+
+
+def last_key_query(name: str) -> sa.Select:
+    return sa.select(ledger.c.last_key).where(ledger.c.name == name)
 
 
 def last_key(connection: Connection, name: str) -> str | None:
-    return connection.execute(sa.select(ledger.c.last_key).where(ledger.c.name == name)).scalar()
+    return connection.execute(last_key_query(name)).scalar()
 
 
 def record_finish(connection: Connection, name: str, state: str, error: str | None = None) -> None:

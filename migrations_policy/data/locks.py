@@ -1,7 +1,8 @@
 """One transaction per batch, serialised per migration across concurrent runners.
 
 * PostgreSQL: a transaction-scoped advisory lock per migration
-  (``pg_advisory_xact_lock``), released by COMMIT, ROLLBACK or a dead session.
+  (``pg_advisory_xact_lock``), released by COMMIT, ROLLBACK or a dead session;
+  taken by the same statement that reads the batch's ledger row (one round trip).
 * MariaDB / MySQL: ``GET_LOCK`` per migration, released after the commit (and by
   the server when the session dies).
 * SQLite: ``BEGIN IMMEDIATE``, the database's own write lock, taken before the
@@ -14,10 +15,11 @@ migrated are simply no longer selected, and no row is migrated twice.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import zlib
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Any, Iterator
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -48,14 +50,36 @@ def batch_connection(engine: Engine) -> Connection:
     return conn
 
 
+def _pg_lock(name: str) -> sa.ColumnElement:
+    return sa.func.pg_advisory_xact_lock(sa.cast(pg_lock_key(name), sa.BigInteger))
+
+
+@functools.lru_cache(maxsize=64)
+def _pg_locked_read(read: sa.Select, name: str) -> sa.Select:
+    """*read* taking the migration's advisory lock, ``FOR UPDATE`` (one statement object per read)."""
+    return read.add_columns(_pg_lock(name).label("locked")).with_for_update()
+
+
+def _locked_read(conn: Connection, read: sa.Select | None) -> Any:
+    """Under the migration's lock: the first column of *read*'s first row (None without *read*)."""
+    return None if read is None else conn.execute(read).scalar()
+
+
 @contextmanager
-def batch_transaction(conn: Connection, name: str) -> Iterator[None]:
-    """One batch: lock the migration, run the body, commit (roll back on any error)."""
+def batch_transaction(conn: Connection, name: str, read: sa.Select | None = None) -> Iterator[Any]:
+    """One batch: lock the migration, run the body, commit (roll back on any error).
+
+    Yields the first column of *read* (a one-row SELECT) as committed once the lock is held
+    (None without *read*).  On PostgreSQL the lock and the read are one statement: its
+    snapshot predates the lock, but ``FOR UPDATE`` returns the newest committed version of
+    the row (READ COMMITTED re-fetches a row updated since the snapshot), so the value is
+    the one the previous lock holder committed.
+    """
     dialect = conn.dialect.name
     if dialect == "sqlite":
         conn.exec_driver_sql("BEGIN IMMEDIATE")
         try:
-            yield
+            yield _locked_read(conn, read)
         except BaseException:
             conn.exec_driver_sql("ROLLBACK")
             raise
@@ -70,12 +94,19 @@ def batch_transaction(conn: Connection, name: str) -> Iterator[None]:
         conn.commit()  # end the implicit transaction of the SELECT; the lock is session-scoped
         try:
             with conn.begin():
-                yield
+                yield _locked_read(conn, read)
         finally:
             conn.execute(sa.select(sa.func.release_lock(lock)))
             conn.commit()
         return
     with conn.begin():
-        if dialect == "postgresql":
-            conn.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.cast(pg_lock_key(name), sa.BigInteger))))
-        yield
+        if dialect != "postgresql":
+            yield _locked_read(conn, read)
+            return
+        if read is not None:
+            row = conn.execute(_pg_locked_read(read, name)).first()
+            if row is not None:
+                yield row[0]
+                return
+        conn.execute(sa.select(_pg_lock(name)))  # no read, or no row: the lock alone
+        yield None

@@ -108,6 +108,8 @@ class _Walk:
         self.cursor: Any = None
         self.high: Any = None
         self.ledger_key: str | None = None  # the ledger's last_key as this runner last saw or wrote it
+        self._ledger_read: sa.Select | None = None  # this migration's last_key, read under the lock
+        self._recorded: dict[bool, sa.Select] = {}  # PostgreSQL: the batch statements, built once
 
     def fail(self, exc: BaseException) -> None:
         self.report.errors += 1
@@ -152,14 +154,17 @@ class _Walk:
         started = time.perf_counter()
         try:
             conn = connections.get()
-            with locks.batch_transaction(conn, self.migration.name):
-                self._follow_other_runner(conn)
+            if self._ledger_read is None:
+                self._ledger_read = ledger.last_key_query(self.migration.name)
+            with locks.batch_transaction(conn, self.migration.name, self._ledger_read) as current:
+                self._follow_other_runner(current)
                 batch = self._next_batch(conn, width)
                 if batch is None:
                     self.finished = True
                     return 0
-                processed, migrated, stuck = self._migrate(conn, batch)
-                ledger.record_batch(conn, self.migration.name, migrated, stuck, batch.upper)
+                processed, migrated, stuck, recorded = self._migrate(conn, batch)
+                if not recorded:
+                    ledger.record_batch(conn, self.migration.name, migrated, stuck, batch.upper)
         except Exception as exc:  # one migration's failure must not stop the others
             connections.discard()
             self.fail(exc)
@@ -175,13 +180,13 @@ class _Walk:
             time.sleep(self.run.sleep)
         return processed
 
-    def _follow_other_runner(self, conn: Connection) -> None:
+    def _follow_other_runner(self, current: str | None) -> None:
         """Under the lock: if another runner advanced this migration meanwhile, skip what it did.
 
-        Skipping never loses a row: anything still pending behind the cursor is
-        in the live remaining count (and the exit code says to run again).
+        *current* is the ledger's last_key read under the lock.  Skipping never loses a
+        row: anything still pending behind the cursor is in the live remaining count (and
+        the exit code says to run again).
         """
-        current = ledger.last_key(conn, self.migration.name)
         if current == self.ledger_key or self.report.strategy != "range":
             return
         self.ledger_key = current
@@ -205,30 +210,55 @@ class _Walk:
                 return None
         return Batch(m, self.cursor, upper, self.options)
 
-    def _migrate(self, conn: Connection, batch: Batch) -> tuple[int, int, int]:
-        """Run the batch; (rows processed, rows migrated, rows stuck)."""
+    def _migrate(self, conn: Connection, batch: Batch) -> tuple[int, int, int, bool]:
+        """Run the batch; (rows processed, rows migrated, rows stuck, ledger already recorded)."""
         m = self.migration
         if m.values is not None:
-            update = sa.update(m.table).where(batch.where).values(dict(m.values))
             if conn.dialect.name == "postgresql":
-                # Exact even with concurrent writers: the predicate on the rows this UPDATE wrote.
-                # (Not on SQLite: 3.40 evaluates such RETURNING expressions wrongly; its write lock
-                # makes the count below exact there anyway.)
-                # Aggregated server-side (a data-modifying CTE): one row back, not one per updated row.
-                written = update.returning(sa.case((m.pending, 1), else_=0).label("stuck")).cte("written")
-                processed, stuck = conn.execute(
-                    sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(written.c.stuck), 0))).one()
+                processed, stuck = conn.execute(self._recorded_update(batch.lower is None), {
+                    "batch_lower": batch.lower, "batch_upper": batch.upper,
+                    "batch_key_text": ledger.as_key_text(batch.upper), "batch_at": ledger.utcnow()}).one()
                 processed, stuck = int(processed), int(stuck)
-            else:
-                processed = conn.execute(update).rowcount
-                stuck = count_pending(conn, m, batch.where, current=True)
-            return processed, processed - stuck, stuck
+                return processed, processed - stuck, stuck, True
+            processed = conn.execute(sa.update(m.table).where(batch.where).values(dict(m.values))).rowcount
+            stuck = count_pending(conn, m, batch.where, current=True)
+            return processed, processed - stuck, stuck, False
         before = count_pending(conn, m, batch.where)
         returned = m.migrate(conn, batch)
         stuck = count_pending(conn, m, batch.where, current=True)
         migrated = returned if isinstance(returned, int) and not isinstance(returned, bool) \
             else max(before - stuck, 0)
-        return max(before, migrated + stuck), migrated, stuck
+        return max(before, migrated + stuck), migrated, stuck, False
+
+    def _recorded_update(self, first: bool) -> sa.Select:
+        """PostgreSQL, a ``values`` migration: the batch's UPDATE and its ledger record in one
+        statement, built once per run (bind parameters ``batch_lower`` (not in the *first*
+        batch of a keyset walk, which has no lower bound), ``batch_upper``, ``batch_key_text``,
+        ``batch_at``).
+
+        The stuck flags are the pending predicate on the rows this UPDATE wrote (RETURNING):
+        exact even with concurrent writers.  They are summed server-side in a data-modifying
+        CTE (one row back, not one per updated row), and the ledger UPDATE takes the totals
+        from it, atomic with the batch.  (Not on SQLite: 3.40 evaluates such RETURNING
+        expressions wrongly; its write lock makes a count after the UPDATE exact there.)
+        """
+        if first not in self._recorded:
+            m = self.migration
+            key = m.key_column
+            where = sa.and_(key <= sa.bindparam("batch_upper", type_=key.type), m.pending)
+            if not first:
+                where = sa.and_(key > sa.bindparam("batch_lower", type_=key.type), where)
+            written = (sa.update(m.table).where(where).values(dict(m.values))
+                       .returning(sa.case((m.pending, 1), else_=0).label("stuck")).cte("written"))
+            totals = sa.select(sa.func.count().label("processed"),
+                               sa.func.coalesce(sa.func.sum(written.c.stuck), 0).label("stuck")).cte("totals")
+            recorded = ledger.batch_update(
+                m.name, sa.select(totals.c.processed - totals.c.stuck).scalar_subquery(),
+                sa.select(totals.c.stuck).scalar_subquery(),
+                sa.bindparam("batch_key_text", type_=sa.String), sa.bindparam("batch_at", type_=sa.DateTime),
+            ).cte("recorded")
+            self._recorded[first] = sa.select(totals.c.processed, totals.c.stuck).add_cte(recorded)
+        return self._recorded[first]
 
     def finish(self, engine: Engine) -> None:
         """Count what remains (live) and record the final state."""
@@ -326,6 +356,21 @@ def _drive(connections: _Connections, walks: list[_Walk], run: RunOptions, budge
     """Round robin, *workers* batches at a time: in each round every migration still
     working gets one batch of the same size (its share of what is left of --max-count)."""
     ready = deque(w for w in walks if not w.finished)
+    if run.workers == 1:  # no thread hand-off per batch: the same turns, run inline
+        while ready and not budget.exhausted:
+            round_ = list(ready)
+            ready.clear()
+            share = budget.share(run.batch_size, len(round_))
+            for walk in round_:
+                if budget.exhausted:
+                    ready.append(walk)
+                    continue
+                width = budget.take(share)
+                budget.refund(width - walk.step(connections, width))
+                on_batch(walk.migration.name)
+                if not walk.finished:
+                    ready.append(walk)
+        return
     running: dict[Future, tuple[_Walk, int]] = {}
     owed: set[_Walk] = set()  # migrations that have not had their turn in this round
     share = run.batch_size

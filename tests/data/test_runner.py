@@ -235,3 +235,44 @@ def test_a_row_fixed_by_another_writer_during_the_batch_is_not_stuck(db_engine, 
     m = by_name(report)["copy_with_a_concurrent_fix"]
     assert (m.stuck, m.remaining_after, report.exit_code) == (0, 0, 0)
     assert scalar(db_engine, sa.select(items.c.dst).where(items.c.id == 3)) == "fixed by new code"
+
+
+def test_the_batch_lock_yields_the_ledger_key_the_previous_holder_committed(db_engine, backend):
+    """A runner's batch reads the ledger's last_key together with taking the lock (one statement on
+    PostgreSQL): it must see what the runner that held the lock before it committed, even though
+    it started waiting before that runner wrote it."""
+    if backend == "sqlite":
+        pytest.skip("SQLite's batch lock is the database write lock, taken before any read")
+    import threading
+    import time
+
+    from migrations_policy.data import locks
+
+    create_schema(db_engine, rows=1)
+    with db_engine.connect() as conn:
+        ledger.record_start(conn, "followed")
+    holding, seen = threading.Event(), {}
+
+    def first_runner():
+        with db_engine.connect() as conn:
+            with locks.batch_transaction(conn, "followed", ledger.last_key_query("followed")) as current:
+                seen["first"] = current
+                holding.set()
+                time.sleep(0.3)  # the second runner is waiting for the lock by now
+                ledger.record_batch(conn, "followed", 5, 0, 500)
+                time.sleep(0.2)
+
+    def second_runner():
+        holding.wait(10)
+        with db_engine.connect() as conn:
+            with locks.batch_transaction(conn, "followed", ledger.last_key_query("followed")) as current:
+                seen["second"] = current
+
+    threads = [threading.Thread(target=first_runner), threading.Thread(target=second_runner)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert seen == {"first": None, "second": "500"}
+    with db_engine.connect() as conn:
+        assert ledger.read(conn)["followed"]["rows_migrated"] == 5
