@@ -50,7 +50,9 @@ def test_concurrent_runners_migrate_each_row_exactly_once(prove_project, db_url,
         report = json.loads(out)
         assert all(m["errors"] == 0 and m["stuck"] == 0 for m in report["migrations"]), report
         reports.append(report)
-    assert sum(r["migrated"] > 0 for r in reports) >= 2, "the runners did not really run concurrently"
+    if backend != "sqlite":
+        # SQLite's busy handler is not fair: one runner may legitimately take every batch there.
+        assert sum(r["migrated"] > 0 for r in reports) >= 2, "the runners did not really run concurrently"
 
     code, final = run_json(prove_project, db_url)
     assert code == 0, final
