@@ -30,7 +30,7 @@ import tempfile
 import time
 
 import sqlalchemy as sa
-from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
+from sqlalchemy.orm import DeclarativeBase, Session
 
 TABLE = "bench_items"
 metadata = sa.MetaData()

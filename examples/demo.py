@@ -13,7 +13,6 @@ skipped — never faked.
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 import shutil
 import subprocess

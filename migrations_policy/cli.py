@@ -50,6 +50,8 @@ class _LazyModule:
 
 commands = _LazyModule("migrations_policy.commands")
 lint_command = _LazyModule("migrations_policy.lint.command")
+rehearsal_command = _LazyModule("migrations_policy.rehearsal.command")
+trace_command = _LazyModule("migrations_policy.trace")
 
 
 COMMON_EXIT_CODES = {
@@ -350,15 +352,6 @@ DBSYNC_COMMANDS.append(CommandSpec(
 
 
 # -- proving: rehearse, trace (migrations_policy.rehearsal, migrations_policy.trace) --------------
-def _lazy(module: str, name: str) -> Callable:
-    """A function of *module*, imported when the command runs (keeps ``--help`` fast)."""
-    def call(*args):
-        from importlib import import_module
-
-        return getattr(import_module(module, __package__), name)(*args)
-    return call
-
-
 def _configure_rehearse(parser: argparse.ArgumentParser) -> None:
     positive_int, positive_float = _number(int), _number(float)
     parser.add_argument("-c", "--config", default=DEFAULT_ALEMBIC_INI, metavar="FILE",
@@ -407,7 +400,7 @@ DEVELOPER_COMMANDS.extend([
         "rehearse",
         "rehearse a rolling upgrade: release-N code runs while expand, data migrations and contract run",
         _configure_rehearse,
-        _lazy(".rehearsal.command", "run"),
+        lambda args: rehearsal_command.run(args),
         description="On an empty scratch database of 127.0.0.1 (or a SQLite file): build the release-N schema "
                     "(--from-revision), run release-N code (the mapped classes of --old-models, several threads: "
                     "inserts, updates, reads, each checked) while the expand revisions and the online data "
@@ -422,7 +415,7 @@ DEVELOPER_COMMANDS.extend([
         "trace",
         "run the pending expand revisions against a live database and report the locks and rewrites they take",
         _configure_trace,
-        _lazy(".trace", "run"),
+        lambda args: trace_command.run(args),
         description="PostgreSQL: run each pending expand revision inside one transaction, statement by "
                     "statement, report the locks each took (pg_locks), the tables it rewrote (relfilenode) and "
                     "the rows it scanned, then roll back; CONCURRENTLY statements (autocommit blocks) are "

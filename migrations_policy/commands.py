@@ -24,7 +24,7 @@ from .result import Result
 from .revisions import CONTRACT, EXPAND, PHASES, branch_statuses, current_heads
 from .runtime import FORCE_ATTRIBUTE, STATS_ATTRIBUTE
 from .state import (CHECK_CONTRACT_ALLOWED, CHECK_DATA_PENDING, CHECK_EXPAND_PENDING, CHECK_NOTHING_TO_DO,
-                    UpgradeState, assess, release_mapping)
+                    UpgradeState, assess, object_versions_before_expand)
 
 
 def _alembic(fn, *args, **kwargs) -> None:
@@ -198,15 +198,14 @@ def _refuse_unfinished_object_versions(project: Project, conn) -> None:
     """Before new expand revisions: every object row must carry an accepted version (ironic's
     check_versions), i.e. the previous upgrade's data migrations finished.  Tables that
     pending expand revisions will create are tolerated."""
-    mapping = release_mapping(project)
-    if mapping is None or not branch_statuses(project.script, current_heads(conn))[EXPAND].pending:
+    if not project.settings.release_mapping:
         return
-    from .data.versions import check_object_versions
-
-    report = check_object_versions(conn, mapping)
+    expand_pending = bool(branch_statuses(project.script, current_heads(conn))[EXPAND].pending)
+    report = object_versions_before_expand(project, conn, expand_pending)
     if conn.in_transaction():
         conn.rollback()
-    report.raise_for_problems()
+    if report is not None:
+        report.raise_for_problems()
 
 
 def upgrade(project: Project, phases: tuple[str, ...] = PHASES, force: str | None = None) -> UpgradeResult:

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import ast
 import getpass
-import logging
 import os
 import socket
 import sys
@@ -42,7 +41,6 @@ from sqlalchemy.engine import Connection
 
 from .revisions import CONTRACT, EXPAND, applied_revisions, parents, phase_of
 
-log = logging.getLogger(__name__)
 
 #: Exit code of dbsync when the gate refuses.
 EXIT_REFUSED = 4
@@ -126,17 +124,6 @@ def requirements_of(rev: Script) -> tuple[str, ...]:
             names.extend(arg.value for arg in node.args
                          if isinstance(arg, ast.Constant) and isinstance(arg.value, str))
     return tuple(dict.fromkeys(names))
-
-
-def revisions_to_apply(script: ScriptDirectory, current: Iterable[str], destination: str) -> list[Script]:
-    """The revisions an upgrade from *current* heads to *destination* applies (oldest first)."""
-    current = tuple(current)
-    applied = applied_revisions(script, current)
-    try:
-        revs = list(script.revision_map.iterate_revisions(destination, current, implicit_base=True))
-    except Exception:  # relative or unresolvable targets: alembic itself reports those
-        return []
-    return [r for r in reversed(revs) if r.revision not in applied]
 
 
 # -- the check --------------------------------------------------------------------

@@ -48,22 +48,20 @@ class UpgradeState:
         return CHECK_NOTHING_TO_DO
 
 
-def project_registry(project: Project) -> Any:
-    from .data.command import project_registry as _registry
-
-    return _registry(project)
-
-
-def release_mapping(project: Project) -> Any:
-    if not project.settings.release_mapping:
+def object_versions_before_expand(project: Project, connection: Connection, expand_pending: bool) -> Any:
+    """Object versions as the next expand would judge them (ironic's check_versions), or None
+    when no expand is pending or the project has no release mapping."""
+    if not expand_pending or not project.settings.release_mapping:
         return None
     from .data.discovery import load_release_mapping
+    from .data.versions import check_object_versions
 
-    return load_release_mapping(project.settings.release_mapping)
+    return check_object_versions(connection, load_release_mapping(project.settings.release_mapping))
 
 
 def assess(project: Project, connection: Connection) -> UpgradeState:
     """Everything ``status`` and ``check`` report, read in one go."""
+    from .data.command import project_registry
     from .data.runner import pending_migrations
 
     script = project.script
@@ -73,12 +71,8 @@ def assess(project: Project, connection: Connection) -> UpgradeState:
     state.data_migrations = pending_migrations(connection, registry)
     contract_pending = [script.get_revision(r) for r in state.branches[CONTRACT].pending]
     state.verdict = gate.evaluate(connection, script, contract_pending, heads, registry)
-    if state.branches[EXPAND].pending:
-        mapping = release_mapping(project)
-        if mapping is not None:
-            from .data.versions import check_object_versions
-
-            state.object_versions = check_object_versions(connection, mapping)
+    state.object_versions = object_versions_before_expand(project, connection,
+                                                          bool(state.branches[EXPAND].pending))
     if connection.in_transaction():
         connection.rollback()  # reads only
     return state

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 import sqlalchemy as sa
 from alembic import command as alembic_command
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import textwrap
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
