@@ -1,10 +1,16 @@
 """Backfill benchmark: copy one text column to another in N rows, four ways.
 
 * ``single UPDATE``: one set-based statement over the whole table (the limit);
-* ``runner bN``: ``migrations_policy.data.run`` at a few batch sizes;
+* ``runner bN``: ``migrations_policy.data.run`` at a few fixed batch sizes;
+* ``runner ≤Tms``: the runner sizing its batches to take about T ms
+  (``--batch-seconds``, starting at 5,000 rows);
 * ``ORM loop 50``: nova-style: query 50 pending rows through the ORM, set them,
-  commit, repeat until none is left (measured over its first ``--orm-rows``
-  rows only: it slows down as the table fills, so this flatters it).
+  commit, repeat until none is left.  It slows down as the table fills (each
+  query re-scans the finished rows), so it is measured over ``--orm-rows`` rows
+  at the start (its best case, the ``x ORM`` column) and again at 25%, 50% and
+  75% done; ``x ORM run`` compares with the whole run those four samples
+  estimate (each sample's rate held for a quarter of the table: that still
+  flatters the loop, which only gets slower within each quarter).
 
 Each method runs in a child process on a freshly filled table, so the peak RSS
 reported is its own.  PostgreSQL comes from ``migrations_policy.testing.servers``
@@ -16,6 +22,8 @@ reported is its own.  PostgreSQL comes from ``migrations_policy.testing.servers`
 
 Goal (issue 6): runner >= 0.8x the single UPDATE on dense integer keys, >= 30x
 the ORM loop, every batch transaction <= 100 ms, RSS flat as N grows.
+
+    python benchmarks/backfill.py --batch-seconds 0.05,0.03 --repeat 3
 """
 
 from __future__ import annotations
@@ -68,12 +76,13 @@ def runner(engine: sa.Engine, args) -> dict:
                               pending=sa.and_(light.c.dst.is_(None), light.c.src.is_not(None)),
                               values={"dst": light.c.src})
     started = time.perf_counter()
-    report = run(engine, Registry([migration]), RunOptions(batch_size=args.batch_size))
+    report = run(engine, Registry([migration]),
+                 RunOptions(batch_size=args.batch_size, batch_seconds=args.batch_seconds_child or None))
     seconds = time.perf_counter() - started
     [m] = report.migrations
     assert m.state == "complete", report.text()
     return {"rows": m.migrated, "seconds": seconds, "longest_batch": m.longest_batch_seconds,
-            "strategy": m.strategy, "batches": m.batches}
+            "strategy": m.strategy, "batches": m.batches, "batch_sizes": m.batch_sizes}
 
 
 def orm_loop(engine: sa.Engine, args) -> dict:
@@ -125,7 +134,8 @@ def vacuum(engine: sa.Engine) -> None:
         conn.exec_driver_sql("VACUUM ANALYZE bench_items" if engine.dialect.name == "postgresql" else "VACUUM")
 
 
-def measure(url: sa.URL, method: str, rows: int, batch_size: int, orm_rows: int, done_before: int = 0) -> dict:
+def measure(url: sa.URL, method: str, rows: int, batch_size: int, orm_rows: int, done_before: int = 0,
+            batch_seconds: float = 0.0) -> dict:
     """Run *method* in a child on a fresh table whose first *done_before* rows are already migrated."""
     engine = sa.create_engine(url)
     fill(engine, rows)
@@ -135,7 +145,7 @@ def measure(url: sa.URL, method: str, rows: int, batch_size: int, orm_rows: int,
         vacuum(engine)
     engine.dispose()
     cmd = [sys.executable, __file__, "--child", method, "--url", url.render_as_string(hide_password=False),
-           "--batch-size", str(batch_size), "--orm-rows", str(orm_rows)]
+           "--batch-size", str(batch_size), "--batch-target", str(batch_seconds), "--orm-rows", str(orm_rows)]
     out = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if out.returncode:
         raise SystemExit(f"{method} failed: {out.stderr.strip()[-500:]}")
@@ -149,24 +159,36 @@ def best_of(repeat: int, *args, **kwargs) -> dict:
     return max((measure(*args, **kwargs) for _ in range(repeat)), key=lambda r: r["rows_per_s"])
 
 
-def bench_backend(name: str, url: sa.URL, rows: int, batch_sizes: list[int], orm_rows: int,
-                  repeat: int = 1) -> list[dict]:
+ORM_SAMPLES = (0.25, 0.5, 0.75)  # besides the start: how far done the table is when the ORM loop is sampled
+
+
+def bench_backend(name: str, url: sa.URL, rows: int, batch_sizes: list[int], batch_seconds: list[float],
+                  orm_rows: int, repeat: int = 1) -> list[dict]:
     results = [{"method": "single UPDATE", **best_of(repeat, url, "single", rows, 0, 0)}]
     for size in batch_sizes:
         results.append({"method": f"runner b{size}", **best_of(repeat, url, "runner", rows, size, 0)})
-    orm_rows = min(orm_rows, rows // 2)
-    results.append({"method": "ORM loop 50", **best_of(repeat, url, "orm", rows, 0, orm_rows)})
-    results.append({"method": "ORM @50%", **best_of(repeat, url, "orm", rows, 0, orm_rows, done_before=rows // 2)})
-    limit = results[0]["rows_per_s"]
-    orm = results[-2]["rows_per_s"]
-    print(f"\n{name}, {rows:,} rows; the ORM loop over {orm_rows:,} rows from the start, and again with "
-          f"half the table already migrated (@50%); x ORM is against the first, its best case")
-    print(f"{'method':<16}{'rows':>10}{'seconds':>9}{'rows/s':>11}{'x UPDATE':>10}{'x ORM':>8}"
-          f"{'longest batch':>15}{'peak RSS':>10}")
+    for target in batch_seconds:
+        results.append({"method": f"runner ≤{target * 1000:g}ms",
+                        **best_of(repeat, url, "runner", rows, 5000, 0, batch_seconds=target)})
+    orm_rows = min(orm_rows, rows // 4)
+    orm = [{"method": "ORM loop 50", **best_of(repeat, url, "orm", rows, 0, orm_rows)}]
+    for done in ORM_SAMPLES:
+        orm.append({"method": f"ORM @{done:.0%}",
+                    **best_of(repeat, url, "orm", rows, 0, orm_rows, done_before=int(rows * done))})
+    results.extend(orm)
+    limit, orm_best = results[0]["rows_per_s"], orm[0]["rows_per_s"]
+    orm_run = len(orm) / sum(1 / r["rows_per_s"] for r in orm)  # rows/s of the whole run, estimated
+    print(f"\n{name}, {rows:,} rows; the ORM loop over {orm_rows:,} rows from the start (x ORM: its best case) "
+          f"and at {', '.join(f'{d:.0%}' for d in ORM_SAMPLES)} done (x ORM run: against the whole run these "
+          f"estimate, {orm_run:,.0f} rows/s)")
+    print(f"{'method':<16}{'rows':>10}{'seconds':>9}{'rows/s':>11}{'x UPDATE':>10}{'x ORM':>8}{'x ORM run':>11}"
+          f"{'longest batch':>15}{'peak RSS':>10}  batch sizes")
     for r in results:
+        sizes = r.get("batch_sizes")
         print(f"{r['method']:<16}{r['rows']:>10,}{r['seconds']:>9.2f}{r['rows_per_s']:>11,.0f}"
-              f"{r['rows_per_s'] / limit:>10.2f}{r['rows_per_s'] / orm:>8.1f}"
-              f"{r['longest_batch'] * 1000:>12.1f} ms{r['peak_rss_mb']:>7.0f} MB")
+              f"{r['rows_per_s'] / limit:>10.2f}{r['rows_per_s'] / orm_best:>8.1f}{r['rows_per_s'] / orm_run:>11.1f}"
+              f"{r['longest_batch'] * 1000:>12.1f} ms{r['peak_rss_mb']:>7.0f} MB"
+              f"  {f'{sizes[0]:,}-{sizes[1]:,}' if sizes else ''}")
     return results
 
 
@@ -174,17 +196,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", default="1000000", help="rows per table; several comma-separated for RSS growth")
     parser.add_argument("--backends", default="postgresql,sqlite")
-    parser.add_argument("--batch-sizes", default="1000,5000,20000")
+    parser.add_argument("--batch-sizes", default="1000,5000,20000", help="fixed batch sizes to run")
+    parser.add_argument("--batch-seconds", default="0.05",
+                        help="batch time targets to run (each starting at 5000 rows); '' for none")
     parser.add_argument("--orm-rows", type=int, default=20000, help="rows the ORM loop migrates before it is stopped")
     parser.add_argument("--repeat", type=int, default=1, help="measure each method this many times, keep the best")
     parser.add_argument("--json", metavar="FILE", help="also write every result to FILE")
     parser.add_argument("--child", choices=METHODS, help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--batch-size", type=int, default=5000, help=argparse.SUPPRESS)
+    parser.add_argument("--batch-target", type=float, default=0.0, dest="batch_seconds_child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         return child(args)
-    batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
+    batch_sizes = [int(b) for b in args.batch_sizes.split(",") if b]
+    batch_seconds = [float(t) for t in args.batch_seconds.split(",") if t]
     everything = {}
     for backend in args.backends.split(","):
         server = None
@@ -199,8 +225,8 @@ def main() -> None:
             raise SystemExit(f"unknown backend {backend!r} (postgresql, sqlite)")
         try:
             for rows in (int(n) for n in args.rows.split(",")):
-                everything[f"{backend}:{rows}"] = bench_backend(backend, url, rows, batch_sizes, args.orm_rows,
-                                                                  args.repeat)
+                everything[f"{backend}:{rows}"] = bench_backend(backend, url, rows, batch_sizes, batch_seconds,
+                                                                  args.orm_rows, args.repeat)
         finally:
             if server is not None:
                 server.stop()

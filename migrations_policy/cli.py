@@ -188,7 +188,11 @@ def _number(kind, allow_zero: bool = False):
 
 def _configure_online_data_migrations(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=_number(int), metavar="N",
-                        help="rows per batch transaction (default: batch_size setting, 5000)")
+                        help="rows per batch transaction (default: batch_size setting, 5000); "
+                             "with --batch-seconds, the first batch's size")
+    parser.add_argument("--batch-seconds", type=_number(float, allow_zero=True), metavar="SECONDS",
+                        help="size batches to take about this long, up to 10x --batch-size "
+                             "(default: batch_seconds setting; 0: fixed --batch-size)")
     parser.add_argument("--max-count", type=_number(int), metavar="N",
                         help="stop after about N rows in all, shared fairly between the migrations")
     parser.add_argument("--sleep", type=_number(float, allow_zero=True), default=0.0, metavar="SECONDS",
@@ -206,7 +210,7 @@ def _run_online_data_migrations(args: argparse.Namespace) -> commands.Result:
 
     progress = TerminalProgress(sys.stderr) if sys.stderr.isatty() else None
     return commands.online_data_migrations(
-        _project(args), batch_size=args.batch_size, max_count=args.max_count, sleep=args.sleep,
+        _project(args), batch_size=args.batch_size, batch_seconds=args.batch_seconds, max_count=args.max_count, sleep=args.sleep,
         workers=args.workers, migrations=args.migration, options=args.option, progress=progress,
     )
 

@@ -266,7 +266,7 @@ class DataMigrationsResult(Result):
 def online_data_migrations(project: Project, **options: Any) -> DataMigrationsResult:
     """Run the project's online data migrations in batches (docs/data_migrations.rst).
 
-    Keyword arguments: ``batch_size``, ``max_count``, ``sleep``, ``workers``,
+    Keyword arguments: ``batch_size``, ``batch_seconds``, ``max_count``, ``sleep``, ``workers``,
     ``migrations`` (names), ``options`` (``"NAME.key=value"`` strings), ``progress``.
     """
     from .data.command import run_for_project

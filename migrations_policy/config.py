@@ -96,8 +96,11 @@ class Settings:
     lock_timeout: float = 5.0
     #: How many times a DDL statement that timed out on a lock is retried.
     lock_retries: int = 5
-    #: Default rows per batch for online data migrations.
+    #: Default rows per batch for online data migrations (with ``batch_seconds``: the first batch).
     batch_size: int = 5000
+    #: Target seconds per data-migration batch; batches are then sized to take about this
+    #: long (up to 10x ``batch_size``).  0: every batch has ``batch_size`` rows.
+    batch_seconds: float = 0.0
 
     def update(self, values: Mapping[str, Any], source: str) -> None:
         """Apply *values* (raw strings or TOML values) read from *source*."""
@@ -120,8 +123,9 @@ class Settings:
         bad = [d for d in self.dialects if d not in DIALECTS]
         if bad:
             raise ConfigError(f"{source}: unknown dialect(s) {', '.join(bad)} (known: {', '.join(DIALECTS)})")
-        if self.lock_timeout <= 0 or self.lock_retries < 0 or self.batch_size <= 0:
-            raise ConfigError(f"{source}: lock_timeout and batch_size must be positive, lock_retries >= 0")
+        if self.lock_timeout <= 0 or self.lock_retries < 0 or self.batch_size <= 0 or self.batch_seconds < 0:
+            raise ConfigError(f"{source}: lock_timeout and batch_size must be positive, "
+                              "lock_retries and batch_seconds >= 0")
 
 
 def read_ini_section(path: str | os.PathLike[str]) -> dict[str, str] | None:
@@ -202,6 +206,7 @@ _PARSERS: Mapping[str, Callable[[Any], Any]] = {
     "lock_timeout": _as_float,
     "lock_retries": _as_int,
     "batch_size": _as_int,
+    "batch_seconds": _as_float,
 }
 
 

@@ -30,11 +30,15 @@ def parse_option_args(pairs: Iterable[str]) -> dict[str, dict[str, str]]:
 
 
 def run_for_project(
-    project: Project, *, batch_size: int | None = None, max_count: int | None = None, sleep: float = 0.0,
-    workers: int = 1, migrations: Iterable[str] = (), options: Iterable[str] = (), progress: Any = None,
+    project: Project, *, batch_size: int | None = None, batch_seconds: float | None = None,
+    max_count: int | None = None, sleep: float = 0.0, workers: int = 1, migrations: Iterable[str] = (),
+    options: Iterable[str] = (), progress: Any = None,
 ) -> RunReport:
+    if batch_seconds is None:
+        batch_seconds = project.settings.batch_seconds
     run_options = RunOptions(
-        batch_size=batch_size or project.settings.batch_size, max_count=max_count, sleep=sleep, workers=workers,
+        batch_size=batch_size or project.settings.batch_size, batch_seconds=batch_seconds or None,
+        max_count=max_count, sleep=sleep, workers=workers,
         names=list(migrations), options=parse_option_args(options),
     )
     registry = project_registry(project)

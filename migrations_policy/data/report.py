@@ -26,6 +26,8 @@ class MigrationReport:
     error: str | None = None
     state: str = ledger.NEVER_RUN
     longest_batch_seconds: float = 0.0
+    #: (smallest, largest) batch size this run used (they differ with a batch time target).
+    batch_sizes: tuple[int, int] = (0, 0)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -33,6 +35,7 @@ class MigrationReport:
             "remaining_before": self.remaining_before, "migrated": self.migrated, "stuck": self.stuck,
             "remaining_after": self.remaining_after, "errors": self.errors, "error": self.error,
             "batches": self.batches, "longest_batch_seconds": round(self.longest_batch_seconds, 4),
+            "batch_sizes": list(self.batch_sizes),
         }
 
 

@@ -35,11 +35,19 @@ from .report import EXIT_USAGE, MigrationReport, RunReport
 
 #: Range stepping is used when at least this share of the pending key range is pending.
 DENSE_THRESHOLD = 0.5
+#: With a batch time target, a batch grows to at most this many times ``--batch-size``.
+MAX_GROWTH = 10
 
 
 @dataclass
 class RunOptions:
+    #: Rows per batch; with *batch_seconds*, the size of each migration's first batch.
     batch_size: int = 5000
+    #: Target duration of one batch transaction (None: every batch has *batch_size* rows).
+    #: Each batch is then sized from how long the previous one took (at most
+    #: ``MAX_GROWTH`` x *batch_size*): big enough to amortise the per-batch costs, short
+    #: enough that row locks are held briefly whatever the table and the load.
+    batch_seconds: float | None = None
     max_count: int | None = None
     sleep: float = 0.0
     workers: int = 1
@@ -97,6 +105,13 @@ def pending_migrations(connection: Connection, registry: Iterable[DataMigration]
     return found
 
 
+def next_batch_size(size: int, seconds: float, target: float, ceiling: int) -> int:
+    """The size that makes a batch of *size* rows that took *seconds* take about *target*:
+    scaled by ``target / seconds``, by at most 2x up or down per batch, within 1..*ceiling*."""
+    factor = 2.0 if seconds <= 0 else min(max(target / seconds, 0.5), 2.0)
+    return max(1, min(ceiling, int(size * factor)))
+
+
 # -- one migration's walk -------------------------------------------------------------
 class _Walk:
     def __init__(self, migration: DataMigration, options: Mapping[str, Any], run: RunOptions):
@@ -104,6 +119,7 @@ class _Walk:
         self.options = options
         self.run = run
         self.report = MigrationReport(migration.name)
+        self.batch_size = run.batch_size  # this migration's next batch (adapted to batch_seconds)
         self.finished = False
         self.cursor: Any = None
         self.high: Any = None
@@ -176,6 +192,11 @@ class _Walk:
         report.migrated += migrated
         report.stuck += stuck
         report.longest_batch_seconds = max(report.longest_batch_seconds, seconds)
+        if self.run.batch_seconds and width == self.batch_size:  # not cut short by --max-count
+            self.batch_size = next_batch_size(width, seconds, self.run.batch_seconds,
+                                              self.run.batch_size * MAX_GROWTH)
+        report.batch_sizes = (min(report.batch_sizes[0], width) if report.batches > 1 else width,
+                              max(report.batch_sizes[1], width))
         if self.run.sleep:
             time.sleep(self.run.sleep)
         return processed
@@ -317,11 +338,11 @@ class _Budget:
     def exhausted(self) -> bool:
         return self.left is not None and self.left <= 0
 
-    def share(self, batch_size: int, working: int) -> int:
-        """Rows each of *working* migrations may take in this round."""
+    def share(self, working: int) -> int | float:
+        """Rows each of *working* migrations may take in this round (its batch size caps it too)."""
         if self.left is None:
-            return batch_size
-        return min(batch_size, max(1, -(-self.left // max(working, 1))))
+            return float("inf")
+        return max(1, -(-self.left // max(working, 1)))
 
     def take(self, rows: int) -> int:
         if self.left is None:
@@ -354,18 +375,18 @@ def _select(registry: Registry, run: RunOptions) -> list[_Walk]:
 def _drive(connections: _Connections, walks: list[_Walk], run: RunOptions, budget: _Budget,
            on_batch: Callable[[str], None]) -> None:
     """Round robin, *workers* batches at a time: in each round every migration still
-    working gets one batch of the same size (its share of what is left of --max-count)."""
+    working gets one batch: its batch size, or less, its share of what is left of --max-count."""
     ready = deque(w for w in walks if not w.finished)
     if run.workers == 1:  # no thread hand-off per batch: the same turns, run inline
         while ready and not budget.exhausted:
             round_ = list(ready)
             ready.clear()
-            share = budget.share(run.batch_size, len(round_))
+            share = budget.share(len(round_))
             for walk in round_:
                 if budget.exhausted:
                     ready.append(walk)
                     continue
-                width = budget.take(share)
+                width = budget.take(min(share, walk.batch_size))
                 budget.refund(width - walk.step(connections, width))
                 on_batch(walk.migration.name)
                 if not walk.finished:
@@ -373,16 +394,16 @@ def _drive(connections: _Connections, walks: list[_Walk], run: RunOptions, budge
         return
     running: dict[Future, tuple[_Walk, int]] = {}
     owed: set[_Walk] = set()  # migrations that have not had their turn in this round
-    share = run.batch_size
+    share = 0
     with ThreadPoolExecutor(max_workers=run.workers, thread_name_prefix="data-migration") as pool:
         while ready or running:
             while ready and len(running) < run.workers and not budget.exhausted:
                 if not owed:
                     owed = {*ready, *(walk for walk, _ in running.values())}
-                    share = budget.share(run.batch_size, len(owed))
+                    share = budget.share(len(owed))
                 walk = ready.popleft()
                 owed.discard(walk)
-                width = budget.take(share)
+                width = budget.take(min(share, walk.batch_size))
                 running[pool.submit(walk.step, connections, width)] = (walk, width)
             if not running:
                 return  # --max-count reached
@@ -399,8 +420,10 @@ def run(engine: Engine, registry: Registry, options: RunOptions | None = None, p
     """Run the data migrations of *registry* on *engine*; see ``RunOptions``."""
     run_options = options or RunOptions()
     if run_options.batch_size < 1 or run_options.workers < 1 or run_options.sleep < 0 \
-            or (run_options.max_count is not None and run_options.max_count < 1):
-        raise UsageError("batch size, workers and max count must be positive, sleep >= 0", exit_code=EXIT_USAGE)
+            or (run_options.max_count is not None and run_options.max_count < 1) \
+            or (run_options.batch_seconds is not None and run_options.batch_seconds <= 0):
+        raise UsageError("batch size, batch seconds, workers and max count must be positive, sleep >= 0",
+                         exit_code=EXIT_USAGE)
     walks = _select(registry, run_options)
     with engine.connect() as conn:
         ledger.require(conn)

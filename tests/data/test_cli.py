@@ -38,11 +38,23 @@ def test_json_output_and_exit_codes(project_dir, db_url, db_engine):
     assert code == 0 and out["migrations"][0]["migrated"] == 350 and out["migrations"][0]["state"] == "complete"
     proc = run_dbsync(project_dir, db_url, "online_data_migrations", "--migration", "copy_items")
     assert proc.returncode == 0 and "copy_items" in proc.stdout and "all data migrations are complete" in proc.stdout
-    for bad in (["--batch-size", "0"], ["--max-count", "x"], ["--migration", "nope"], ["--option", "copy_items"],
+    for bad in (["--batch-size", "0"], ["--batch-seconds", "-1"], ["--max-count", "x"], ["--migration", "nope"], ["--option", "copy_items"],
                 ["--option", "copy_items_logged.nope=1"]):
         proc = run_dbsync(project_dir, db_url, "online_data_migrations", *bad)
         assert proc.returncode == 127, (bad, proc.stderr)
         assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+
+
+def test_batch_seconds_from_the_setting_or_the_command_line(project_dir, db_url, db_engine):
+    create_schema(db_engine, rows=1000)
+    ini = project_dir / "alembic.ini"
+    ini.write_text(ini.read_text() + "batch_size = 10\nbatch_seconds = 100\n")
+    code, out = run_json(project_dir, db_url, "--migration", "copy_items", "--max-count", "300")
+    [m] = out["migrations"]
+    assert (code, m["migrated"], m["batch_sizes"]) == (1, 300, [10, 100])  # 10, 20, 40, 80, 100, 50 (max count)
+    code, out = run_json(project_dir, db_url, "--migration", "copy_items", "--batch-seconds", "0",
+                         "--max-count", "100")
+    assert (code, out["migrations"][0]["batch_sizes"], out["migrations"][0]["batches"]) == (1, [10, 10], 10)
 
 
 def test_database_errors_are_one_line_with_a_masked_password(project_dir, db_url):

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import sqlalchemy as sa
 
 from migrations_policy.data import (
     DataMigration, Registry, RunOptions, data_migration, ledger, pending_migrations, record_forced, run,
 )
+from migrations_policy.data.runner import MAX_GROWTH, next_batch_size
 from migrations_policy.errors import UsageError
 
 from .support import create_schema, insert_items, items, scalar
@@ -276,3 +279,51 @@ def test_the_batch_lock_yields_the_ledger_key_the_previous_holder_committed(db_e
     assert seen == {"first": None, "second": "500"}
     with db_engine.connect() as conn:
         assert ledger.read(conn)["followed"]["rows_migrated"] == 5
+
+
+def test_next_batch_size_aims_at_the_target_within_bounds():
+    assert next_batch_size(1000, 0.025, 0.05, 10_000) == 2000      # twice too fast: double
+    assert next_batch_size(1000, 0.001, 0.05, 10_000) == 2000      # at most 2x per batch
+    assert next_batch_size(1000, 0.0, 0.05, 10_000) == 2000        # an instant batch still only doubles
+    assert next_batch_size(1000, 0.0625, 0.05, 10_000) == 800      # a little slow: shrink in proportion
+    assert next_batch_size(1000, 5.0, 0.05, 10_000) == 500         # at most halved per batch
+    assert next_batch_size(8000, 0.01, 0.05, 10_000) == 10_000     # never above the ceiling
+    assert next_batch_size(1, 9.0, 0.05, 10_000) == 1              # never below one row
+
+
+def test_batch_seconds_grows_fast_batches_up_to_the_ceiling(db_engine):
+    create_schema(db_engine, rows=1000)
+    # A 1,000-row batch of this table takes milliseconds: every batch is far under 100 s.
+    report = run(db_engine, Registry([copy()]), RunOptions(batch_size=10, batch_seconds=100.0))
+    m = by_name(report)["copy_items"]
+    assert (m.state, m.migrated, report.exit_code) == ("complete", 1000, 0)
+    assert m.batch_sizes == (10, 10 * MAX_GROWTH)  # 10, 20, 40, 80, then the ceiling 100
+    assert m.batches == 4 + -(-(1000 - 150) // 100)
+    bump = DataMigration("bump_n", table=t, key="id", pending=t.c.n == 1, values={"n": 2})
+    fixed = by_name(run(db_engine, Registry([bump]), RunOptions(batch_size=10)))["bump_n"]
+    assert (fixed.migrated, fixed.batch_sizes, fixed.batches) == (1000, (10, 10), 100)
+
+
+def test_batch_seconds_shrinks_slow_batches(db_engine):
+    create_schema(db_engine, rows=130)
+
+    @data_migration("slow_copy", table=t, key="id", pending=PENDING)
+    def slow_copy(connection, batch):
+        time.sleep(0.02)  # every batch takes at least 20 ms, far over the 1 ms target
+        return connection.execute(sa.update(t).where(batch.where).values(dst=t.c.src)).rowcount
+
+    m = by_name(run(db_engine, Registry([slow_copy]), RunOptions(batch_size=64, batch_seconds=0.001)))["slow_copy"]
+    assert (m.state, m.migrated) == ("complete", 130)
+    assert m.batch_sizes == (1, 64)  # halved after every batch: 64, 32, 16, 8, 4, 2, then 1, 1, 1, 1
+    assert m.batches == 6 + (130 - 126)
+
+
+def test_batch_seconds_keeps_max_count_fair(db_engine):
+    create_schema(db_engine, rows=1000)
+    registry = Registry([copy(), flags(db_engine, "big", 1000)])
+    report = run(db_engine, registry, RunOptions(batch_size=20, batch_seconds=100.0, max_count=600))
+    first, second = (m.migrated for m in report.migrations)
+    assert report.exit_code == 1 and first + second == 600
+    assert abs(first - second) <= 0.1 * (first + second), (first, second)
+    with pytest.raises(UsageError):
+        run(db_engine, registry, RunOptions(batch_seconds=0))
