@@ -20,22 +20,18 @@ post_write_hook).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Callable, Iterable
 
 from ..config import DIALECTS, Settings
 from ..errors import UsageError
-from ..policy.model import Context
-from . import rules
 from .cache import Cache, cache_dir
 from .headers import PHASES, Header, PhaseResolver, read_header
+from .options import Options
 from .report import Finding, LintReport
 
 __all__ = ["run", "collect", "LintReport", "Finding"]
-
-
-def _path_order(path: Path) -> tuple[str, ...]:
-    return path.parts  # the order of sorted(paths), without pathlib's slow comparisons
 
 
 def _read_head(path: Path) -> Header | None:
@@ -45,19 +41,49 @@ def _read_head(path: Path) -> Header | None:
         return None
 
 
+def _walk(directory: Path, listings: dict[Path, list[Path]]) -> Iterable[Path]:
+    """``sorted(directory.rglob("*.py"), key=parts)`` without pathlib's per-entry overhead.
+
+    Like ``rglob``: names ending in ``.py`` whatever they are, no descent into symlinked
+    directories, unreadable directories skipped.  Each directory's ``*.py`` entries are
+    stored in *listings*.
+    """
+    try:
+        with os.scandir(directory) as scan:
+            entries = sorted(scan, key=lambda e: e.name)
+    except OSError:
+        return
+    listed = listings[directory] = []
+    for entry in entries:
+        try:
+            is_dir = entry.is_dir() and not entry.is_symlink()
+        except OSError:
+            is_dir = False
+        child = None
+        if entry.name.endswith(".py"):
+            child = directory / entry.name
+            listed.append(child)
+            yield child
+        if is_dir and entry.name != "__pycache__":
+            yield from _walk(child or directory / entry.name, listings)
+
+
 def collect(paths: Iterable[str | Path], headers: dict | None = None,
-            header_of: Callable[[Path], Header | None] = _read_head) -> list[Path]:
+            header_of: Callable[[Path], Header | None] = _read_head,
+            listings: dict[Path, list[Path]] | None = None) -> list[Path]:
     """Files to lint: given files as they are; in directories, ``*.py`` files declaring a revision.
 
-    The headers read on the way (with *header_of*) are stored in *headers* (path -> ``Header``) when given.
+    The headers read on the way (with *header_of*) are stored in *headers* (path -> ``Header``) when given;
+    each walked directory's ``*.py`` entries in *listings*.
     """
     files: list[Path] = []
+    listings = {} if listings is None else listings
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            for found in sorted(path.rglob("*.py"), key=_path_order):
-                if "__pycache__" in found.parts:
-                    continue
+            if "__pycache__" in path.parts:
+                continue
+            for found in _walk(path, listings):
                 header = header_of(found)
                 if header is None:
                     continue
@@ -70,16 +96,6 @@ def collect(paths: Iterable[str | Path], headers: dict | None = None,
         else:
             raise UsageError(f"{raw}: no such file or directory")
     return list(dict.fromkeys(files))
-
-
-def _severity(code: str, settings: Settings) -> str:
-    if code == "MP000":
-        return "error"  # unreadable input is always an error (exit status 2)
-    try:
-        default = rules.get(code).severity
-    except KeyError:
-        default = "error"
-    return settings.severity.get(code, default)
 
 
 def run(
@@ -101,7 +117,8 @@ def run(
         raise UsageError(f"unknown dialect(s) {', '.join(unknown)} (known: {', '.join(DIALECTS)})")
     cache = Cache(cache_dir() if not url else None)
     headers: dict = {}
-    files = collect(paths, headers, cache.header)
+    listings: dict = {}
+    files = collect(paths, headers, cache.header, listings)
     if url:
         from .scratch import check_scratch_database
 
@@ -109,30 +126,33 @@ def run(
         if url_dialect not in dialects:
             raise UsageError(f"--url is a {url_dialect} database but the dialects linted are {', '.join(dialects)}")
         dialects = (url_dialect,)
-    from .engine import Options
-    from .parallel import analyse_all
-
-    options = Options(dialects=dialects, context=Context(postgresql_version=settings.postgresql_version),
+    options = Options(dialects=dialects, postgresql_version=settings.postgresql_version,
                       timeout=getattr(settings, "lint_timeout", 10.0), url=url)
-    resolver = PhaseResolver(files, headers, cache.header) if phase is None else None
-    planned = []  # (path, phase, cache key, cached [line, code, message, dialect] lists or None)
+    options_key = options.key()
+    resolver = PhaseResolver(files, headers, cache.header, listings) if phase is None else None
+    planned = []  # (path, phase, cache key, cached [line, code, message, dialect, default severity] lists or None)
     for path in files:
         file_phase = phase or (phases or {}).get(path) or resolver.phase(path)
         digest = cache.digest(path)
-        key = cache.key(digest, file_phase, options.key()) if digest is not None else None
+        key = cache.key(digest, file_phase, options_key) if digest is not None else None
         planned.append((path, file_phase, key, cache.get(key) if key else None))
-    analysed = iter(analyse_all([(path, file_phase) for path, file_phase, _, hits in planned if hits is None], options))
+    missing = [(path, file_phase) for path, file_phase, _, hits in planned if hits is None]
+    if missing:
+        from .parallel import analyse_all
+
+        analysed = iter(analyse_all(missing, options))
     report = LintReport(files=len(files))
-    severities: dict[str, str] = {}
+    overrides = settings.severity
+    append = report.findings.append
     for path, file_phase, key, hits in planned:
         if hits is None:
             hits = [hit.to_list() for hit in next(analysed)]
-            if key and not any(code == "MP000" for _, code, _, _ in hits):
+            if key and not any(hit[1] == "MP000" for hit in hits):
                 cache.put(key, hits)
         name = str(path)
-        for line, code, message, dialect in hits:
-            severity = severities.get(code) or severities.setdefault(code, _severity(code, settings))
+        for line, code, message, dialect, default in hits:
+            severity = default if code == "MP000" else overrides.get(code, default)
             if severity != "off":
-                report.findings.append(Finding(name, line, code, severity, message, file_phase, dialect))
+                append(Finding(name, line, code, severity, message, file_phase, dialect))
     cache.save()
     return report

@@ -1,6 +1,7 @@
 """The content cache: findings per (file content, phase, options, rule set), behind a stat index.
 
-One JSON file, ``lint-v2.json``, in ``$MIGRATIONS_POLICY_CACHE_DIR`` or else
+One file, ``lint-v3.marshal`` (Python's ``marshal`` format: read and written ~5x
+faster than JSON), in ``$MIGRATIONS_POLICY_CACHE_DIR`` or else
 ``.migrations_policy_cache/`` in the current directory (set the variable to ``off``
 to disable).  It holds two maps:
 
@@ -9,9 +10,12 @@ to disable).  It holds two maps:
   one ``stat`` per script.  As in git's index, an entry whose mtime or ctime is not
   older than the index file itself is "racy" (the file may have changed again within
   the same clock tick) and is re-read.
-* ``results``: findings keyed by a hash of the content hash, the phase, the options,
-  and a fingerprint of the installed linter (version plus the size and mtime of every
-  ``policy`` / ``lint`` module), so an edited rule invalidates everything.
+* ``results``: findings (with each rule's default severity) keyed by the content
+  hash, the phase and the options.
+
+Both belong to a fingerprint of the installed linter (version, Python's bytecode tag,
+and the size and mtime of every ``policy`` / ``lint`` module): a file written by
+another fingerprint is ignored, so an edited rule invalidates everything.
 
 A warm run reads it without importing alembic or SQLAlchemy.  Writes are atomic
 (temp file + rename); each map keeps at most ``MAX_ENTRIES`` entries, newest last.
@@ -20,8 +24,9 @@ A warm run reads it without importing alembic or SQLAlchemy.  Writes are atomic
 from __future__ import annotations
 
 import hashlib
-import json
+import marshal
 import os
+import sys
 import tempfile
 from functools import lru_cache
 from pathlib import Path
@@ -31,14 +36,14 @@ from .headers import Header, header_of_bytes
 
 ENV = "MIGRATIONS_POLICY_CACHE_DIR"
 DEFAULT_DIR = ".migrations_policy_cache"
-FILENAME = "lint-v2.json"
+FILENAME = "lint-v3.marshal"
 MAX_ENTRIES = 20000
 
 
 @lru_cache(maxsize=1)
 def fingerprint() -> str:
     package = Path(__file__).resolve().parent.parent
-    digest = hashlib.sha256(__version__.encode())
+    digest = hashlib.sha256(f"{__version__}|{sys.implementation.cache_tag}".encode())
     for sub in ("policy", "lint"):
         for path in sorted((package / sub).rglob("*.py")):
             stat = path.stat()
@@ -67,13 +72,13 @@ class Cache:
 
     def _load(self, path: Path) -> None:
         try:
-            with open(path, encoding="utf-8") as fh:
+            with open(path, "rb") as fh:
                 index_mtime = os.fstat(fh.fileno()).st_mtime_ns
-                loaded = json.load(fh)
-        except (OSError, ValueError):
+                loaded = marshal.loads(fh.read())
+        except (OSError, ValueError, EOFError, TypeError):
             return
-        if isinstance(loaded, dict) and loaded.get("fingerprint") == fingerprint():
-            files, results = loaded.get("files"), loaded.get("results")
+        if isinstance(loaded, tuple) and len(loaded) == 3 and loaded[0] == fingerprint():
+            files, results = loaded[1], loaded[2]
             if isinstance(files, dict) and isinstance(results, dict):
                 self.files, self.results, self._index_mtime = files, results, index_mtime
 
@@ -117,11 +122,9 @@ class Cache:
 
     @staticmethod
     def key(digest: str, *parts: str) -> str:
-        key = hashlib.sha256(fingerprint().encode())
-        for part in parts:
-            key.update(b"\0" + part.encode())
-        key.update(b"\0" + digest.encode())
-        return key.hexdigest()
+        """The results key of content *digest* linted with *parts* (phase, options); the fingerprint
+        is the whole file's."""
+        return "\0".join((digest, *parts))
 
     def get(self, key: str) -> list | None:
         return self.results.get(key) if self.directory is not None else None
@@ -143,9 +146,8 @@ class Cache:
             if not ignore.exists():
                 ignore.write_text("# created by migrations-policy lint\n*\n")
             fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".lint-", suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                # json.dumps, not json.dump: only the one-shot encoder is the C one (~10x faster)
-                fh.write(json.dumps({"fingerprint": fingerprint(), "files": files, "results": results}, separators=(",", ":")))
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(marshal.dumps((fingerprint(), files, results)))
             os.replace(tmp, self.directory / FILENAME)
         except OSError:
             pass  # a read-only checkout lints fine, only slower

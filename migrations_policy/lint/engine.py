@@ -11,31 +11,19 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from ..policy.model import Context
 from ..policy.script import annotate
+from . import rules
 from .ignores import find_ignores
 from .judge import judge, signature
 from .loader import LoadError, ScriptTimeout, line_in, compile_script, load_module, needs_database, one_line, read_source, sandbox, time_limit
+from .options import Options
 
 UNLOADABLE, OFFLINE, IGNORE_NO_REASON, UNUSED_IGNORE = "MP000", "MP001", "MP002", "MP003"
 #: A script that never mentions these runs the same on every dialect: record it once.
 _DIALECT_DEPENDENT = re.compile(r"dialect|get_bind|get_context|bind\b|engine")
-
-
-@dataclass(frozen=True)
-class Options:
-    """Everything besides the file that changes a file's findings (part of the cache key)."""
-
-    dialects: tuple[str, ...]
-    context: Context = field(default_factory=Context)
-    timeout: float = 10.0
-    url: str | None = None
-
-    def key(self) -> str:
-        return f"{','.join(self.dialects)}|{self.context}|{self.timeout}|{self.url or ''}"
 
 
 @dataclass(frozen=True)
@@ -48,11 +36,21 @@ class Hit:
     dialect: str = ""
 
     def to_list(self) -> list:
-        return [self.line, self.code, self.message, self.dialect]
+        """What the cache stores: the fields and the rule's default severity (a cached run imports no rule)."""
+        return [self.line, self.code, self.message, self.dialect, _default_severity(self.code)]
+
+
+def _default_severity(code: str) -> str:
+    if code == UNLOADABLE:
+        return "error"  # unreadable input is always an error (exit status 2)
+    try:
+        return rules.get(code).severity
+    except KeyError:
+        return "error"
 
 
 def _record_all(module, source: str, upgrade, path: Path, options: Options, hits: list[Hit], dependent: bool):
-    from . import astscan, recorder
+    from . import recorder
 
     filename = str(path)
     results: dict[str, list] = {}
@@ -75,6 +73,8 @@ def _record_all(module, source: str, upgrade, path: Path, options: Options, hits
                 results[dialect] = record_on_scratch_database(upgrade, options.url, filename)
                 continue
             try:
+                from . import astscan  # only for scripts that cannot run offline
+
                 tree = tree if tree is not None else ast.parse(source, filename)
                 scan = astscan.scan(module, tree, dialect, filename)
             except (ScriptTimeout, KeyboardInterrupt):

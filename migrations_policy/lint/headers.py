@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..policy.model import CONTRACT, EXPAND
+from ..config import CONTRACT, EXPAND
 
 PHASES = (EXPAND, CONTRACT)
 _HEADER = re.compile(
@@ -77,14 +77,19 @@ class PhaseResolver:
     """Resolves phases from the headers of the linted files and their siblings."""
 
     def __init__(self, files: list[Path], known: dict[Path, Header] | None = None,
-                 read: Callable[[Path], Header | None] = _read):
+                 read: Callable[[Path], Header | None] = _read, listings: dict[Path, list[Path]] | None = None):
+        """*listings*: the ``*.py`` files of directories already listed (``collect``'s walk), not globbed again."""
         self._read = read
         self.by_revision: dict[str, Header] = {}
         self.by_path: dict[Path, Header | None] = dict(known or {})
         self._labels: dict[str, str | None] = {}
+        listings = listings or {}
         candidates = dict.fromkeys(files)
         for directory in dict.fromkeys(path.parent for path in files):
-            candidates.update(dict.fromkeys(sorted(directory.glob("*.py"), key=lambda p: p.parts)))
+            listed = listings.get(directory)
+            if listed is None:
+                listed = sorted(directory.glob("*.py"), key=lambda p: p.parts)
+            candidates.update(dict.fromkeys(listed))
         for candidate in candidates:
             header = self.by_path[candidate] if candidate in self.by_path else read(candidate)
             self.by_path[candidate] = header

@@ -7,9 +7,6 @@ stable interface: ``{"findings": [{"path", "line", "code", "severity", "message"
 
 from __future__ import annotations
 
-import json
-from xml.etree import ElementTree as ET
-
 from .. import __version__
 from .report import ERROR, LintReport
 
@@ -31,6 +28,8 @@ def text(report: LintReport) -> str:
 
 
 def json_(report: LintReport) -> str:
+    import json
+
     return json.dumps(report.to_dict(), indent=2)
 
 
@@ -91,10 +90,14 @@ def sarif(report: LintReport) -> str:
         "version": "2.1.0",
         "runs": [{"tool": {"driver": driver}, "results": results}],
     }
+    import json
+
     return json.dumps(doc, indent=2)
 
 
 def junit(report: LintReport) -> str:
+    from xml.etree import ElementTree as ET  # only for this format
+
     by_path: dict[str, list] = {}
     for f in report.findings:
         by_path.setdefault(f.path, []).append(f)

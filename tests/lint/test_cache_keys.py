@@ -1,0 +1,125 @@
+"""What a cached result depends on: each change below must give the answer of a fresh (uncached) run."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from migrations_policy.config import Settings
+from migrations_policy.lint import cache as cache_module
+from migrations_policy.lint import run
+
+from .conftest import script
+
+DROP = 'op.drop_column("users", "fax")'
+FK = 'op.create_foreign_key("fk", "users", "orgs", ["org_id"], ["id"])'
+DEFAULT = 'op.add_column("users", sa.Column("n", sa.Integer, nullable=False, server_default="0"))'
+
+
+def _codes(path, **kw) -> set[tuple[str, str, str]]:
+    return {(f.code, f.severity, f.dialect) for f in run([path], **kw).findings}
+
+
+def _fresh(path, monkeypatch, **kw) -> set[tuple[str, str, str]]:
+    monkeypatch.setenv("MIGRATIONS_POLICY_CACHE_DIR", "off")
+    try:
+        return _codes(path, **kw)
+    finally:
+        monkeypatch.undo()
+
+
+@pytest.fixture
+def path(tmp_path):
+    p = tmp_path / "r1.py"
+    p.write_text(script(DROP + "\n" + FK))
+    return p
+
+
+def _analysed(monkeypatch) -> list:
+    """Records the files the engine analyses (a cache miss) in this process."""
+    from migrations_policy.lint import parallel
+
+    seen: list = []
+    real = parallel.analyse
+
+    def spy(path, phase, options):
+        seen.append((path.name, phase, options.dialects))
+        return real(path, phase, options)
+
+    monkeypatch.setattr(parallel, "analyse", spy)
+    return seen
+
+
+def test_dialects_phase_and_server_version_are_part_of_the_key(path, monkeypatch, tmp_path):
+    seen = _analysed(monkeypatch)
+    assert _codes(path, phase="expand", dialects=["postgresql"]) == {("MP101", "error", "postgresql"),
+                                                                    ("MP110", "error", "postgresql")}
+    assert _codes(path, phase="expand", dialects=["sqlite"]) == {("MP101", "error", "sqlite"), ("MP150", "error", "sqlite")}
+    assert _codes(path, phase="contract", dialects=["postgresql"]) == set()
+    assert _codes(path, phase="expand", dialects=["postgresql"]) == {("MP101", "error", "postgresql"),
+                                                                    ("MP110", "error", "postgresql")}
+    assert len(seen) == 3  # the last run was answered from the cache
+    path.write_text(script(DEFAULT))
+    assert _codes(path, phase="expand", dialects=["postgresql"]) == set()
+    old = Settings(postgresql_version=10)
+    assert _codes(path, phase="expand", dialects=["postgresql"], settings=old) == {("MP114", "error", "postgresql")}
+    assert len(seen) == 5
+
+
+def test_severity_settings_apply_to_cached_results(path, monkeypatch):
+    both = {("MP101", "error", "postgresql"), ("MP110", "error", "postgresql")}
+    assert _codes(path, phase="expand", dialects=["postgresql"]) == both
+    seen = _analysed(monkeypatch)
+    assert _codes(path, phase="expand", dialects=["postgresql"], settings=Settings(severity={"MP101": "warning"})) == {
+        ("MP101", "warning", "postgresql"), ("MP110", "error", "postgresql")}
+    assert _codes(path, phase="expand", dialects=["postgresql"], settings=Settings(severity={"MP110": "off"})) == {
+        ("MP101", "error", "postgresql")}
+    assert not seen  # both answered from the cache, with the rules' default severities stored there
+    assert _codes(path, phase="expand", dialects=["postgresql"]) == both
+
+
+def test_a_changed_file_is_analysed_again(path, monkeypatch):
+    assert _codes(path, phase="expand", dialects=["postgresql"])
+    path.write_text(script('op.add_column("users", sa.Column("n", sa.String(5)))'))
+    assert _codes(path, phase="expand", dialects=["postgresql"]) == set() == _fresh(path, monkeypatch, phase="expand",
+                                                                                   dialects=["postgresql"])
+
+
+def test_another_linter_version_ignores_the_cache(path, monkeypatch, tmp_path):
+    run([path], phase="expand", dialects=["postgresql"])
+    assert cache_module.Cache(tmp_path / "cache").results
+    monkeypatch.setattr(cache_module, "__version__", "0.0.0-other")
+    cache_module.fingerprint.cache_clear()
+    try:
+        assert not cache_module.Cache(tmp_path / "cache").results
+        seen = _analysed(monkeypatch)
+        run([path], phase="expand", dialects=["postgresql"])
+        assert [name for name, _, _ in seen] == ["r1.py"]
+    finally:
+        monkeypatch.undo()
+        cache_module.fingerprint.cache_clear()
+
+
+def test_an_edited_rule_module_ignores_the_cache(path, monkeypatch, tmp_path):
+    run([path], phase="expand", dialects=["postgresql"])
+    before = cache_module.fingerprint()
+    rule = next((cache_module.Path(cache_module.__file__).parent / "rules").glob("mp101_*.py"))
+    stat = rule.stat()
+    cache_module.fingerprint.cache_clear()
+    try:
+        os.utime(rule, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1))
+        assert cache_module.fingerprint() != before
+        assert not cache_module.Cache(tmp_path / "cache").results
+    finally:
+        os.utime(rule, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        cache_module.fingerprint.cache_clear()
+
+
+@pytest.mark.parametrize("junk", [b"", b"\x00\x01garbage", b"{\"files\": {}}", b"\xe9" * 100])
+def test_a_broken_cache_file_is_ignored_and_replaced(path, tmp_path, junk):
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / cache_module.FILENAME).write_bytes(junk)
+    assert _codes(path, phase="expand", dialects=["postgresql"]) == {("MP101", "error", "postgresql"),
+                                                                    ("MP110", "error", "postgresql")}
+    assert cache_module.Cache(tmp_path / "cache").results
