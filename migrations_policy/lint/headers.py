@@ -40,14 +40,37 @@ def _tuple(value) -> tuple[str, ...]:
     return ()
 
 
+#: A quoted string without quotes, backslashes or newlines inside: its value is what is between the quotes.
+_SIMPLE_STRING = r"'[^'" + '"' + r"\\\n]*'|" + '"' + r"[^'" + '"' + r"\\\n]*" + '"'
+_STRING = re.compile(_SIMPLE_STRING)
+_SEQUENCE = re.compile(rf"([(\[])\s*((?:(?:{_SIMPLE_STRING})\s*,\s*)*(?:{_SIMPLE_STRING})?)\s*([)\]])")
+
+
+def _literal(raw: str):
+    """``ast.literal_eval(raw)``, without parsing for the usual header values (None, 'x', ('x', 'y'))."""
+    if raw == "None":
+        return None
+    if _STRING.fullmatch(raw):
+        return raw[1:-1]
+    found = _SEQUENCE.fullmatch(raw)
+    if found and (found[1] + found[3]) in ("()", "[]"):
+        items = [item[1:-1] for item in _STRING.findall(found[2])]
+        if found[1] == "[":
+            return items
+        if len(items) == 1 and not found[2].rstrip().endswith(","):
+            return items[0]  # ("x") is a string
+        return tuple(items)
+    return ast.literal_eval(raw)
+
+
 def read_header(text: str) -> Header:
     values = {}
     for name, raw in _HEADER.findall(text):
         if name in values:
             continue
         try:
-            values[name] = ast.literal_eval(raw)
-        except (ValueError, SyntaxError):
+            values[name] = _literal(raw)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             values[name] = None
     revision = values.get("revision")
     return Header(
