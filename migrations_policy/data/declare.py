@@ -103,6 +103,34 @@ class DataMigration:
     def table_name(self) -> str:
         return self.table.name
 
+    @property
+    def unmigratable(self) -> ColumnElement[bool] | None:
+        """Set-based form: true for pending rows that the UPDATE would leave pending (*stuck*).
+
+        It is *pending* with each column of *values* replaced by its value, so the
+        database tells, from the row as it is, what the row would read after the
+        UPDATE (SQL evaluates every SET expression on the old row).  A NULL verdict
+        counts as migrated, as a NULL *pending* does.  None for the function form.
+        """
+        if self.values is None:
+            return None
+        table = self.table.name
+        new_values = {name: _as_expression(value, self.table.c[name].type) for name, value in self.values.items()}
+        # Two passes through fresh placeholders: replacement_traverse never revisits an
+        # object it returned, so replacing a by b and b by a directly would skip b.
+        placeholders = {name: sa.bindparam(f"value_{name}") for name in new_values}
+        by_placeholder = {id(placeholders[name]): value for name, value in new_values.items()}
+
+        def column_to_placeholder(element: Any) -> Any:
+            if isinstance(element, sa.ColumnClause) and element.name in placeholders \
+                    and getattr(element.table, "name", None) == table:
+                return placeholders[element.name]
+            return None
+
+        marked = sa.sql.visitors.replacement_traverse(self.pending, {}, column_to_placeholder)
+        after = sa.sql.visitors.replacement_traverse(marked, {}, lambda element: by_placeholder.get(id(element)))
+        return sa.func.coalesce(after, sa.false())
+
     def columns_used(self) -> dict[str, set[str]]:
         """{table name: column names} the migration needs to exist (its own table and any it refers to)."""
         used: dict[str, set[str]] = {self.table.name: {self.key, *(self.values or {})}}
@@ -123,6 +151,15 @@ class DataMigration:
                 raise ValueError(f"{self.name} has no option {key!r} (known: {known})")
             parsed[key] = _convert(text, self.options[key])
         return parsed
+
+
+def _as_expression(value: Any, type_: Any) -> sa.ColumnElement:
+    """A ``values`` entry as an SQL expression (a plain value becomes a bound literal of the column's type)."""
+    if isinstance(value, sa.ClauseElement):
+        return value
+    if value is None:
+        return sa.null()
+    return sa.literal(value, None if isinstance(type_, sa.types.NullType) else type_)
 
 
 def _convert(text: str, default: Any) -> Any:

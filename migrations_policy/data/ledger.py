@@ -118,18 +118,10 @@ def as_key_text(key: Any) -> str | None:
     return None if key is None else str(key)[:255]
 
 
-def batch_update(name: str, migrated: Any, stuck: Any, key_text: Any, updated_at: Any) -> sa.Update:
-    """The ledger UPDATE of one batch; every value may be an SQL expression or a bind parameter
-    (on PostgreSQL *migrated* and *stuck* come from the batch's own data-modifying CTE: one
-    statement for both, built once per run)."""
-    return sa.update(ledger).where(ledger.c.name == name).values(
-        updated_at=updated_at, rows_migrated=ledger.c.rows_migrated + migrated,
-        rows_stuck=ledger.c.rows_stuck + stuck, last_key=key_text)
-
-
 def record_batch(connection: Connection, name: str, migrated: int, stuck: int, key: Any) -> None:
     """Inside the batch's transaction: what the batch did (atomic with the batch itself)."""
-    connection.execute(batch_update(name, migrated, stuck, as_key_text(key), utcnow()))
+    _update(connection, name, rows_migrated=ledger.c.rows_migrated + migrated,
+            rows_stuck=ledger.c.rows_stuck + stuck, last_key=as_key_text(key))
 
 
 def last_key_query(name: str) -> sa.Select:
@@ -140,10 +132,11 @@ def last_key(connection: Connection, name: str) -> str | None:
     return connection.execute(last_key_query(name)).scalar()
 
 
-def record_finish(connection: Connection, name: str, state: str, error: str | None = None) -> None:
+def record_finish(connection: Connection, name: str, state: str, error: str | None = None, stuck: int = 0) -> None:
+    """The run's end: *state*, and the *stuck* rows counted once the walk was over."""
     _ensure_row(connection, name)
     with connection.begin():
-        values: dict[str, Any] = {"state": state, "finished_at": utcnow()}
+        values: dict[str, Any] = {"state": state, "finished_at": utcnow(), "rows_stuck": ledger.c.rows_stuck + stuck}
         if error is not None:
             values["last_error"] = error
         _update(connection, name, **values)

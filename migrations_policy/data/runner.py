@@ -7,9 +7,10 @@ Each migration is walked once per run, in batches, one transaction per batch:
 * **keyset** pagination otherwise (sparse or non-integer keys): the batch's upper
   key is ``max`` of the next *n* pending keys after the cursor (never OFFSET).
 
-After a batch, rows of its range that are still pending are *stuck*: counted,
-never selected again in this run (the cursor has passed them), and they fail the
-run.  Migrations take turns (round robin, ``--workers`` at a time), and a
+Rows the migration cannot migrate are *stuck*: the set-based form's UPDATE skips
+them (``DataMigration.unmigratable``) and they are counted once the walk is over;
+for the function form they are the batch's rows still pending after it ran.  The
+cursor passes them (never selected again in this run) and they fail the run.  Migrations take turns (round robin, ``--workers`` at a time), and a
 ``--max-count`` budget is shared out between the migrations still working, so
 none starves.  What remains is always counted live from the pending predicate.
 """
@@ -123,9 +124,9 @@ class _Walk:
         self.finished = False
         self.cursor: Any = None
         self.high: Any = None
+        self.walked_to: Any = None  # the upper key of this run's last batch
         self.ledger_key: str | None = None  # the ledger's last_key as this runner last saw or wrote it
         self._ledger_read: sa.Select | None = None  # this migration's last_key, read under the lock
-        self._recorded: dict[bool, sa.Select] = {}  # PostgreSQL: the batch statements, built once
 
     def fail(self, exc: BaseException) -> None:
         self.report.errors += 1
@@ -178,15 +179,15 @@ class _Walk:
                 if batch is None:
                     self.finished = True
                     return 0
-                processed, migrated, stuck, recorded = self._migrate(conn, batch)
-                if not recorded:
-                    ledger.record_batch(conn, self.migration.name, migrated, stuck, batch.upper)
+                processed, migrated, stuck = self._migrate(conn, batch)
+                ledger.record_batch(conn, self.migration.name, migrated, stuck, batch.upper)
         except Exception as exc:  # one migration's failure must not stop the others
             connections.discard()
             self.fail(exc)
             return 0
         seconds = time.perf_counter() - started
-        self.cursor, self.ledger_key = batch.upper, ledger.as_key_text(batch.upper)
+        self.cursor = self.walked_to = batch.upper
+        self.ledger_key = ledger.as_key_text(batch.upper)
         report = self.report
         report.batches += 1
         report.migrated += migrated
@@ -231,68 +232,45 @@ class _Walk:
                 return None
         return Batch(m, self.cursor, upper, self.options)
 
-    def _migrate(self, conn: Connection, batch: Batch) -> tuple[int, int, int, bool]:
-        """Run the batch; (rows processed, rows migrated, rows stuck, ledger already recorded)."""
+    def _migrate(self, conn: Connection, batch: Batch) -> tuple[int, int, int]:
+        """Run the batch; (rows processed, rows migrated, rows stuck).
+
+        The set-based form updates only the rows it can migrate (``NOT unmigratable``):
+        no read-back of what it wrote, and the rows it cannot migrate are counted once,
+        when the walk is over (``finish``).  A function is judged by what it leaves:
+        the batch's rows still pending afterwards are stuck.
+        """
         m = self.migration
-        if m.values is not None:
-            if conn.dialect.name == "postgresql":
-                processed, stuck = conn.execute(self._recorded_update(batch.lower is None), {
-                    "batch_lower": batch.lower, "batch_upper": batch.upper,
-                    "batch_key_text": ledger.as_key_text(batch.upper), "batch_at": ledger.utcnow()}).one()
-                processed, stuck = int(processed), int(stuck)
-                return processed, processed - stuck, stuck, True
-            processed = conn.execute(sa.update(m.table).where(batch.where).values(dict(m.values))).rowcount
-            stuck = count_pending(conn, m, batch.where, current=True)
-            return processed, processed - stuck, stuck, False
+        if m.unmigratable is not None:
+            processed = conn.execute(
+                sa.update(m.table).where(batch.where, sa.not_(m.unmigratable)).values(dict(m.values))).rowcount
+            return processed, processed, 0
         before = count_pending(conn, m, batch.where)
         returned = m.migrate(conn, batch)
         stuck = count_pending(conn, m, batch.where, current=True)
         migrated = returned if isinstance(returned, int) and not isinstance(returned, bool) \
             else max(before - stuck, 0)
-        return max(before, migrated + stuck), migrated, stuck, False
-
-    def _recorded_update(self, first: bool) -> sa.Select:
-        """PostgreSQL, a ``values`` migration: the batch's UPDATE and its ledger record in one
-        statement, built once per run (bind parameters ``batch_lower`` (not in the *first*
-        batch of a keyset walk, which has no lower bound), ``batch_upper``, ``batch_key_text``,
-        ``batch_at``).
-
-        The stuck flags are the pending predicate on the rows this UPDATE wrote (RETURNING):
-        exact even with concurrent writers.  They are summed server-side in a data-modifying
-        CTE (one row back, not one per updated row), and the ledger UPDATE takes the totals
-        from it, atomic with the batch.  (Not on SQLite: 3.40 evaluates such RETURNING
-        expressions wrongly; its write lock makes a count after the UPDATE exact there.)
-        """
-        if first not in self._recorded:
-            m = self.migration
-            key = m.key_column
-            where = sa.and_(key <= sa.bindparam("batch_upper", type_=key.type), m.pending)
-            if not first:
-                where = sa.and_(key > sa.bindparam("batch_lower", type_=key.type), where)
-            written = (sa.update(m.table).where(where).values(dict(m.values))
-                       .returning(sa.case((m.pending, 1), else_=0).label("stuck")).cte("written"))
-            totals = sa.select(sa.func.count().label("processed"),
-                               sa.func.coalesce(sa.func.sum(written.c.stuck), 0).label("stuck")).cte("totals")
-            recorded = ledger.batch_update(
-                m.name, sa.select(totals.c.processed - totals.c.stuck).scalar_subquery(),
-                sa.select(totals.c.stuck).scalar_subquery(),
-                sa.bindparam("batch_key_text", type_=sa.String), sa.bindparam("batch_at", type_=sa.DateTime),
-            ).cte("recorded")
-            self._recorded[first] = sa.select(totals.c.processed, totals.c.stuck).add_cte(recorded)
-        return self._recorded[first]
+        return max(before, migrated + stuck), migrated, stuck
 
     def finish(self, engine: Engine) -> None:
         """Count what remains (live) and record the final state."""
         report = self.report
+        walked = self.walked_to
         try:
             with engine.connect() as conn:
+                stuck = 0
                 if report.state != ledger.INAPPLICABLE:
                     report.remaining_after = count_pending(conn, self.migration)
+                    if self.migration.unmigratable is not None and walked is not None:
+                        stuck = count_pending(conn, self.migration, sa.and_(
+                            self.migration.key_column <= walked, self.migration.pending,
+                            self.migration.unmigratable))
+                        report.stuck += stuck
                     conn.rollback()
                 if report.state not in (ledger.ERROR, ledger.INAPPLICABLE, ledger.WAITING):
                     report.state = (ledger.STUCK if report.stuck else
                                     ledger.COMPLETE if report.remaining_after == 0 else ledger.INCOMPLETE)
-                ledger.record_finish(conn, self.migration.name, report.state, report.error)
+                ledger.record_finish(conn, self.migration.name, report.state, report.error, stuck=stuck)
         except Exception as exc:
             self.fail(exc)
 

@@ -47,6 +47,24 @@ def test_options_are_converted_to_the_defaults_type():
         migration.parse_options({"dry_run": "perhaps"})
 
 
+def test_unmigratable_is_pending_with_the_values_substituted():
+    def sql(expression) -> str:
+        return str(expression.compile(compile_kwargs={"literal_binds": True}))
+
+    same_table_elsewhere = sa.Table("things", sa.MetaData(), sa.Column("id", sa.Integer), sa.Column("b"),
+                                    sa.Column("n", sa.Integer))
+    migration = DataMigration("things_b", table=t, key="id",
+                              pending=sa.and_(same_table_elsewhere.c.b.is_(None), t.c.a.is_not(None)),
+                              values={"b": sa.func.nullif(t.c.a, "bad")})
+    assert sql(migration.unmigratable) == "coalesce(nullif(things.a, 'bad') IS NULL AND things.a IS NOT NULL, false)"
+    assert sql(migration.pending) == "things.b IS NULL AND things.a IS NOT NULL"  # left as it was
+    swap = declare(pending=t.c.a > t.c.b, values={"a": t.c.b, "b": t.c.a})  # SET sees the old row
+    assert sql(swap.unmigratable) == "coalesce(things.b > things.a, false)"
+    constants = declare(pending=sa.or_(t.c.a.is_(None), t.c.b != 7), values={"a": None, "b": 7})
+    assert sql(constants.unmigratable) == "coalesce(NULL IS NULL OR 7 != 7, false)"
+    assert declare(values=None, migrate=lambda conn, batch: 0).unmigratable is None
+
+
 def test_columns_used_include_other_tables():
     other = sa.table("others", sa.column("id", sa.Integer))
 

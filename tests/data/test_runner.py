@@ -97,11 +97,12 @@ def test_stuck_rows_fail_the_run_and_are_not_reselected(db_engine):
     with db_engine.begin() as conn:
         conn.execute(sa.update(items).where(items.c.id % 100 == 0).values(src="bad"))
     stuck = DataMigration("copy_unless_bad", table=t, key="id", pending=PENDING,
-                          values={"dst": sa.func.nullif(t.c.src, "bad")})
+                          values={"dst": sa.func.nullif(t.c.src, "bad"), "n": t.c.n + 1})
     report = run(db_engine, Registry([stuck, flags(db_engine, "other", 120)]), RunOptions(batch_size=50))
     m, other = by_name(report)["copy_unless_bad"], by_name(report)["other_flags"]
     assert report.exit_code == 2
     assert (m.state, m.stuck, m.migrated, m.remaining_after, m.batches) == ("stuck", 5, 495, 5, 10)
+    assert scalar(db_engine, sa.select(sa.func.count()).where(items.c.n == 0)) == 5  # stuck rows are never written
     assert "cannot migrate them" in report.text()
     assert (other.state, other.migrated) == ("complete", 120)
     with db_engine.connect() as conn:
