@@ -31,6 +31,7 @@ express, decorate a function that migrates the rows of ``batch.where``::
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping
@@ -103,7 +104,7 @@ class DataMigration:
     def table_name(self) -> str:
         return self.table.name
 
-    @property
+    @functools.cached_property
     def unmigratable(self) -> ColumnElement[bool] | None:
         """Set-based form: true for pending rows that the UPDATE would leave pending (*stuck*).
 

@@ -10,7 +10,8 @@ Each migration is walked once per run, in batches, one transaction per batch:
 Rows the migration cannot migrate are *stuck*: the set-based form's UPDATE skips
 them (``DataMigration.unmigratable``) and they are counted once the walk is over;
 for the function form they are the batch's rows still pending after it ran.  The
-cursor passes them (never selected again in this run) and they fail the run.  Migrations take turns (round robin, ``--workers`` at a time), and a
+cursor passes them (never selected again in this run) and they fail the run.
+Migrations take turns (round robin, ``--workers`` at a time), and a
 ``--max-count`` budget is shared out between the migrations still working, so
 none starves.  What remains is always counted live from the pending predicate.
 """
