@@ -262,7 +262,7 @@ class _Walk:
                 stuck = 0
                 if report.state != ledger.INAPPLICABLE:
                     report.remaining_after = count_pending(conn, self.migration)
-                    if self.migration.unmigratable is not None and walked is not None:
+                    if self.migration.unmigratable is not None and walked is not None and report.remaining_after:
                         stuck = count_pending(conn, self.migration, sa.and_(
                             self.migration.key_column <= walked, self.migration.pending,
                             self.migration.unmigratable))
