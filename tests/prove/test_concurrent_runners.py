@@ -31,7 +31,8 @@ def test_concurrent_runners_migrate_each_row_exactly_once(prove_project, db_url,
     env = {**os.environ, "PYTHONPATH": str(prove_project)}
     runners = [subprocess.Popen(
         dbsync_argv(prove_project, db_url, "--format", "json", "online_data_migrations",
-                    "--batch-size", str(rng.choice((20, 75, 200))), "--workers", "2"),
+                    "--batch-size", str(rng.choice((20, 75, 200))), "--workers", "2",
+                    "--batch-seconds", str(rng.choice((0, 0.005, 0.05)))),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for _ in range(RUNNERS)]
 
     def application_inserts() -> None:

@@ -38,7 +38,8 @@ def test_sigkill_at_many_random_points_then_rerun(prove_project, db_url, db_engi
     for _ in range(KILLS):
         argv = dbsync_argv(prove_project, db_url, "online_data_migrations", "--batch-size",
                            str(rng.choice((17, 50, 120, 300))), "--workers", str(rng.choice((1, 2))),
-                           "--sleep", str(rng.choice(SLEEPS[backend])))
+                           "--sleep", str(rng.choice(SLEEPS[backend])),
+                           "--batch-seconds", str(rng.choice((0, 0, 0.005, 0.05))))  # 0: fixed sizes
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
         # Kill once a random share of the remaining rows is done, a random moment later:
         # inside a batch, between batches, while writing the ledger.
