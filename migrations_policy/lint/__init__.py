@@ -146,7 +146,7 @@ def run(
     append = report.findings.append
     for path, file_phase, key, hits in planned:
         if hits is None:
-            hits = [hit.to_list() for hit in next(analysed)]
+            hits = next(analysed)
             if key and not any(hit[1] == "MP000" for hit in hits):
                 cache.put(key, hits)
         name = str(path)

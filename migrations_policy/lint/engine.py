@@ -17,7 +17,7 @@ from pathlib import Path
 from ..policy.script import annotate
 from . import rules
 from .ignores import find_ignores
-from .judge import judge, signature
+from .judge import judge_dialects, signature
 from .loader import LoadError, ScriptTimeout, line_in, compile_script, load_module, needs_database, one_line, read_source, sandbox, time_limit
 from .options import Options
 
@@ -95,16 +95,22 @@ def _record_all(module, source: str, upgrade, path: Path, options: Options, hits
 def _apply_rules(results: dict[str, list], phase: str, options: Options) -> list[tuple]:
     """(line, code, headline, dialect, note, alternative) for every rule that fires."""
     found = []
-    annotated_by_recording: dict[int, list] = {}  # dialects that share one recording share its annotation
+    context = options.context
+    shared: dict[int, list[str]] = {}  # dialects that share one recording are judged together
     for dialect, recorded in results.items():
-        annotated = annotated_by_recording.get(id(recorded))
-        if annotated is None:
-            ops = annotate([op for op, _ in recorded])
-            annotated = annotated_by_recording[id(recorded)] = [(op, signature(op)) for op in ops]
-        for (op, facts), (_, line) in zip(annotated, recorded):
-            for rule, headline, verdict in judge(op, dialect, options.context, phase, facts):
+        shared.setdefault(id(recorded), []).append(dialect)
+    for dialect, recorded in results.items():
+        dialects = shared.pop(id(recorded), None)
+        if dialects is None:
+            continue
+        dialects = tuple(dialects)
+        ops = annotate([op for op, _ in recorded])
+        for op, (_, line) in zip(ops, recorded):
+            for rule, headline, verdict in judge_dialects(op, dialects, context, phase, signature(op)):
                 alternative = verdict.alternative if rule.alternative is None else rule.alternative
-                found.append((line, rule.code, headline, dialect, verdict.effect.note, alternative))
+                found.append((line, rule.code, headline, verdict.dialect, verdict.effect.note, alternative))
+    rank = {dialect: i for i, dialect in enumerate(results)}
+    found.sort(key=lambda hit: rank[hit[3]])  # dialect by dialect, ops in order (the merged messages' order)
     return found
 
 

@@ -1,23 +1,27 @@
 """Analyse the files a run could not answer from the cache, on several CPUs when it pays.
 
 ``analyse_all(tasks, options)`` returns ``engine.analyse(path, phase, options)`` for
-every ``(path, phase)`` task, in order.  With at least ``MIN_FILES`` tasks and more
-than one CPU, contiguous chunks go to a ``ProcessPoolExecutor`` whose workers are
-forked after alembic is imported (they share it instead of importing it again);
-otherwise, where ``fork`` is unavailable, or when this process runs other threads,
-they run in this process.
+every ``(path, phase)`` task, in order, each hit as the list the cache stores
+(``Hit.to_list()``: what crosses the process boundary is plain lists and strings).
+With at least ``MIN_FILES`` tasks and more than one CPU, contiguous chunks go to a
+``ProcessPoolExecutor`` whose workers are forked after alembic is imported (they
+share it instead of importing it again; the imported objects are ``gc.freeze()``-d
+first, so the workers' collections neither scan nor copy them); otherwise, where
+``fork`` is unavailable, or when this process runs other threads, they run in this
+process.
 ``$MIGRATIONS_POLICY_LINT_JOBS`` sets the number of processes (``1``: no pool).
 If a worker dies (a script that calls ``os._exit``), the run falls back to this process.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
 from itertools import repeat
 from pathlib import Path
 
-from .engine import Hit, Options, analyse
+from .engine import Options, analyse
 
 ENV = "MIGRATIONS_POLICY_LINT_JOBS"
 MIN_FILES = 64
@@ -34,11 +38,11 @@ def jobs() -> int:
         return os.cpu_count() or 1
 
 
-def _analyse_chunk(chunk: list[tuple[Path, str]], options: Options) -> list[list[Hit]]:
-    return [analyse(path, phase, options) for path, phase in chunk]
+def _analyse_chunk(chunk: list[tuple[Path, str]], options: Options) -> list[list[list]]:
+    return [[hit.to_list() for hit in analyse(path, phase, options)] for path, phase in chunk]
 
 
-def _in_pool(tasks: list[tuple[Path, str]], options: Options, workers: int) -> list[list[Hit]]:
+def _in_pool(tasks: list[tuple[Path, str]], options: Options, workers: int) -> list[list[list]]:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -46,14 +50,18 @@ def _in_pool(tasks: list[tuple[Path, str]], options: Options, workers: int) -> l
     from . import recorder  # noqa: F401 - imported once, before the fork
 
     _plain_word("SELECT")  # sqlparse's keyword tables, loaded once before the fork too
+    gc.freeze()  # the imported modules' objects: the workers' collections skip them (and leave their pages shared)
 
     size = -(-len(tasks) // (workers * CHUNKS_PER_JOB))
     chunks = [tasks[i:i + size] for i in range(0, len(tasks), size)]
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-        return [hits for chunk in pool.map(_analyse_chunk, chunks, repeat(options)) for hits in chunk]
+    try:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            return [hits for chunk in pool.map(_analyse_chunk, chunks, repeat(options)) for hits in chunk]
+    finally:
+        gc.unfreeze()
 
 
-def analyse_all(tasks: list[tuple[Path, str]], options: Options) -> list[list[Hit]]:
+def analyse_all(tasks: list[tuple[Path, str]], options: Options) -> list[list[list]]:
     workers = min(jobs(), len(tasks) // (MIN_FILES // 2) or 1) if len(tasks) >= MIN_FILES and not options.url else 1
     if workers > 1 and threading.active_count() == 1:  # forking a threaded process risks its locks
         import multiprocessing
