@@ -8,12 +8,14 @@ on a scratch database instead, ``scratch``), every operation is judged by the po
 knowledge base (``migrations_policy.policy``), and the rules (``lint.rules``, one per
 module) turn verdicts into findings (``judge`` memoizes them per operation signature).
 Results are cached per file content behind a stat index (``lint.cache``: a warm run
-is one ``stat`` per script and never imports alembic); files the cache cannot answer
+is one ``stat`` per script and imports neither alembic nor the engine, the rules or
+the policy knowledge base); files the cache cannot answer
 are analysed on several CPUs when there are many (``parallel``); ``lint.reporters``
 renders the report.
 
 Modules: ``loader`` (safe import, time limit), ``recorder``, ``astscan``, ``headers``
-(revision headers, phase), ``ignores`` (inline ignores), ``engine`` (one file),
+(revision headers, phase), ``ignores`` (inline ignores), ``options`` (what besides the
+file changes its findings), ``engine`` (one file),
 ``judge``, ``parallel``, ``cache``, ``report`` / ``reporters``, ``hook`` (alembic
 post_write_hook).
 """

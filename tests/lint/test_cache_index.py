@@ -103,3 +103,23 @@ def test_process_pool_gives_the_same_report(tmp_path, monkeypatch, cache_dir):
         reports[jobs] = run([tmp_path / "versions"], dialects=["postgresql", "sqlite"]).to_dict()
     assert reports["1"] == reports["2"]
     assert reports["1"]["files"] == 70 and {f["code"] for f in reports["1"]["findings"]} == {"MP000", "MP101", "MP106"}
+
+
+def test_warm_cli_run_imports_no_engine_rule_or_policy_module(tmp_path):
+    """Answered from the cache, ``migrations-policy lint`` loads neither alembic nor the analysis modules."""
+    import json
+    import subprocess
+    import sys
+
+    _history(tmp_path / "versions", 3)
+    env = {**os.environ, "MIGRATIONS_POLICY_CACHE_DIR": str(tmp_path / "cache")}
+    code = ("import sys, json; from migrations_policy.cli import main\n"
+            "try:\n    main(['lint', '--format', 'json', 'versions'])\nexcept SystemExit:\n    pass\n"
+            "heavy = ('alembic', 'sqlalchemy', 'sqlparse', 'migrations_policy.policy', 'migrations_policy.lint.engine',"
+            " 'migrations_policy.lint.rules')\n"
+            "print(json.dumps(sorted(m for m in sys.modules if m.startswith(heavy))), file=sys.stderr)")
+    runs = [subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True, check=True)
+            for _ in range(2)]
+    assert json.loads(runs[0].stdout) == json.loads(runs[1].stdout) and json.loads(runs[1].stdout)["findings"]
+    assert "migrations_policy.lint.engine" in json.loads(runs[0].stderr)  # the first run analysed
+    assert json.loads(runs[1].stderr) == []
