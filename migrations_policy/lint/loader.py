@@ -65,7 +65,7 @@ def read_source(path: Path) -> str:
 
 def compile_script(source: str, path: Path) -> types.CodeType:
     try:
-        return compile(source, str(path), "exec")
+        return compile(source, str(path), "exec", dont_inherit=True)  # not this module's __future__ imports
     except SyntaxError as exc:
         raise LoadError(f"syntax error: {exc.msg}", exc.lineno or 1) from None
     except (ValueError, RecursionError, MemoryError, OverflowError) as exc:

@@ -93,6 +93,16 @@ def test_no_sys_path_or_module_leak(tmp_path, run_lint):
     assert not [m for m in set(sys.modules) - before_modules if m.startswith("_migrations_policy_lint")]
 
 
+def test_scripts_run_under_their_own_future_imports_not_the_linters(tmp_path, run_lint):
+    """The linter's modules use ``from __future__ import annotations``; a script compiled by them
+    must not inherit it (alembic does not): its annotations are evaluated, as when alembic runs it."""
+    helper = "def helper(n: int) -> None:\n    pass\n"
+    body = 'if helper.__annotations__["n"] is not int:\n    op.drop_column("u", "lazy")'
+    path = _write(tmp_path, "annotated", script(body, extra=helper))
+    run = run_lint("--format", "json", "--phase", "expand", path)
+    assert (run.code, run.json["findings"]) == (0, [])
+
+
 def test_prints_in_scripts_do_not_corrupt_json(tmp_path, run_lint):
     path = _write(tmp_path, "noisy", "print('hello at import')\n" + script('print("hi")\nop.drop_column("u", "a")'))
     run = run_lint("--format", "json", "--phase", "expand", path)
