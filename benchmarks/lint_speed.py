@@ -2,9 +2,11 @@
 
     python benchmarks/lint_speed.py [-n 1000] [--dialect postgresql ...]
 
-Times, each in a fresh process (``migrations-policy lint`` as CI runs it):
-cold (empty cache), warm (every file cached), one changed file (rest cached),
-and -- only when ``squawk`` is on PATH -- squawk on the same statements as SQL.
+Times, each in a fresh process (``migrations-policy lint`` as CI runs it), best
+of ``--repeat`` runs: cold (empty cache), warm (every file cached), one changed
+file (rest cached), the bare imports a changed script needs (Python, alembic,
+SQLAlchemy), and -- only when ``squawk`` is on PATH -- squawk on the same
+statements as SQL.
 Also times the warm run in-process through ``migrations_policy.lint.run`` and
 reports whether it imported alembic.  Prints files/s and the ratios.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -74,6 +77,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", type=int, default=1000, help="number of revisions (default 1000)")
     parser.add_argument("--dialect", action="append", dest="dialects", help="dialect(s) (default: all three)")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="measure each figure this many times; print the best and the spread (default 3)")
     args = parser.parse_args()
     dialects = args.dialects or ["postgresql", "mysql", "sqlite"]
     root = Path(tempfile.mkdtemp(prefix="mp-lint-bench-"))
@@ -85,19 +90,33 @@ def main() -> None:
         env = {**os.environ, "MIGRATIONS_POLICY_CACHE_DIR": str(root / "cache")}
         cmd = ["migrations-policy", "lint", *[a for d in dialects for a in ("--dialect", d)], str(root / "versions")]
         load_before = os.getloadavg()[0]
-        cold, _ = timed(cmd, env, root)
-        warm, _ = timed(cmd, env, root)
-        (versions / "r00007.py").write_text(revision(7, salt=" changed"))
-        one, _ = timed(cmd, env, root)
+        runs: dict[str, list[float]] = {"cold": [], "warm": [], "one": [], "startup": [], "imports": []}
+        for _ in range(max(1, args.repeat)):
+            shutil.rmtree(root / "cache", ignore_errors=True)
+            (versions / "r00007.py").write_text(revision(7))
+            runs["cold"].append(timed(cmd, env, root)[0])
+            runs["warm"].append(timed(cmd, env, root)[0])
+            (versions / "r00007.py").write_text(revision(7, salt=" changed"))
+            runs["one"].append(timed(cmd, env, root)[0])
+            runs["startup"].append(timed([sys.executable, "-c", "import migrations_policy.cli"], env, root)[0])
+            runs["imports"].append(timed([sys.executable, "-c", "import alembic.op, sqlalchemy"], env, root)[0])
         inproc = in_process_warm(root / "versions", dialects, env, root)
-        startup, _ = timed([sys.executable, "-c", "import migrations_policy.cli"], env, root)
+        cold, warm, one = min(runs["cold"]), min(runs["warm"]), min(runs["one"])
         n = args.n
-        print(f"lint of {n} revisions x 10 ops, dialects {','.join(dialects)} (each a fresh process; "
-              f"{os.cpu_count()} CPUs, load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after)")
-        print(f"  cold (empty cache)   {cold:7.3f} s  {n / cold:8.0f} files/s")
-        print(f"  warm (all cached)    {warm:7.3f} s  {n / warm:8.0f} files/s")
-        print(f"  one file changed     {one:7.3f} s")
-        print(f"  python + import migrations_policy.cli alone: {startup:.3f} s")
+
+        def spread(name: str) -> str:
+            values = runs[name]
+            return f"(of {len(values)}: {min(values):.3f}-{max(values):.3f}, median {statistics.median(values):.3f})"
+
+        print(f"lint of {n} revisions x 10 ops, dialects {','.join(dialects)} (each a fresh process, best "
+              f"of {args.repeat}; {os.cpu_count()} CPUs, load average {load_before:.2f} before, "
+              f"{os.getloadavg()[0]:.2f} after)")
+        print(f"  cold (empty cache)   {cold:7.3f} s  {n / cold:8.0f} files/s  {spread('cold')}")
+        print(f"  warm (all cached)    {warm:7.3f} s  {n / warm:8.0f} files/s  {spread('warm')}")
+        print(f"  one file changed     {one:7.3f} s  {spread('one')}")
+        print(f"  python + import migrations_policy.cli alone: {min(runs['startup']):.3f} s")
+        print(f"  python + import alembic.op, sqlalchemy alone (what a changed script needs first): "
+              f"{min(runs['imports']):.3f} s")
         seconds, findings, imported = inproc.split()
         print(f"  warm, in process (migrations_policy.lint.run): {float(seconds):.3f} s, "
               f"{findings} findings, alembic imported: {imported}")
