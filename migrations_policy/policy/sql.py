@@ -5,7 +5,10 @@
 identifiers and dollar-quoted bodies, so only real keywords in their syntactic
 position count (a column named ``drop`` or a literal ``'RENAME'`` never
 triggers).  Statements are split on top-level semicolons.  Unknown statements
-become ``other``; ``DO $$ ... $$`` blocks and function bodies are opaque.
+become ``other``.  A PostgreSQL ``DO`` block runs its body at once, so the
+statements of its body are classified too (``IF ... THEN ALTER TABLE ...``,
+``EXECUTE 'constant SQL'``); SQL built at run time (``EXECUTE format(...)``) and
+function bodies (run when called, not when created) stay opaque.
 """
 
 from __future__ import annotations
@@ -284,12 +287,59 @@ def _set(cur: _Cursor, base: m.Operation) -> list[m.Operation]:
     return [base.with_(kind=m.OTHER)]
 
 
+#: Statements of a PL/pgSQL body that act on the database, where they may start.
+_BODY_STATEMENTS = {"ALTER", "CREATE", "DROP", "TRUNCATE", "UPDATE", "DELETE", "INSERT", "REINDEX"}
+#: PL/pgSQL words after which a statement starts (``IF ... THEN <statement>``).
+_BODY_LEADS = {"BEGIN", "THEN", "ELSE", "LOOP"}
+
+
+def _string_body(tok: Tok) -> str | None:
+    """The text inside a string literal: ``$tag$...$tag$`` or ``'...'`` (None for other forms)."""
+    raw = tok.raw
+    if raw.startswith("$"):
+        end = raw.find("$", 1)
+        tag = raw[:end + 1]
+        if end > 0 and len(raw) >= 2 * len(tag) and raw.endswith(tag):
+            return raw[len(tag):-len(tag)]
+        return None
+    if len(raw) >= 2 and raw[0] == raw[-1] == "'":
+        return raw[1:-1].replace("''", "'")
+    return None
+
+
+def _do_block(toks: list[Tok], base: m.Operation) -> list[m.Operation]:
+    """``DO [LANGUAGE plpgsql] 'body'``: what the body's statements do, each found where a
+    PL/pgSQL statement may start, plus ``EXECUTE 'constant SQL'``."""
+    body = next((_string_body(t) for t in toks if t.kind == STRING), None)
+    if body is None:
+        return [base]
+    found: list[m.Operation] = []
+    for statement in statements(body):
+        depth = 0
+        for i, tok in enumerate(statement):
+            if tok.kind == PUNCT and tok.value in "()":
+                depth += 1 if tok.value == "(" else -1
+                continue
+            if depth or tok.kind != WORD:
+                continue
+            if tok.value in _BODY_STATEMENTS and (i == 0 or statement[i - 1].is_(*_BODY_LEADS)):
+                found.extend(classify_statement(statement[i:], _text(statement[i:])[:200]))
+                break
+            if tok.value == "EXECUTE" and i + 1 < len(statement) and statement[i + 1].kind == STRING:
+                sql = _string_body(statement[i + 1])
+                found.extend(_operations(sql) if sql else ())
+                break
+    return found or [base]
+
+
 def classify_statement(toks: list[Tok], text: str = "") -> list[m.Operation]:
     """The operations of one statement (see ``statements``)."""
     base = m.Operation(kind=m.OTHER, source="sql", text=text)
     cur = _Cursor(toks)
     first = cur.peek()
     cur.i += 1
+    if first.is_("DO"):
+        return _do_block(toks, base)
     if first.is_("ALTER"):
         return _alter(cur, base)
     if first.is_("CREATE"):

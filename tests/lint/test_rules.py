@@ -21,6 +21,8 @@ FLAGGED = [
     ("drop_in_batch", 'with op.batch_alter_table("users") as b:\n    b.drop_column("fax")', (PG, MY), {"MP101"}),
     ("drop_in_batch_sqlite", 'with op.batch_alter_table("users") as b:\n    b.drop_column("fax")', (LITE,), {"MP101", "MP151"}),
     ("multi_statement", 'op.execute("CREATE TABLE x (id int); DROP TABLE y")', ALL, {"MP101"}),
+    ("drop_in_do_block", 'op.execute("DO $$ BEGIN IF EXISTS (SELECT 1) THEN ALTER TABLE users DROP COLUMN fax; '
+     'END IF; END $$")', (PG,), {"MP101"}),
     # MP102 rename
     ("rename_table", 'op.rename_table("a", "b")', ALL, {"MP102"}),
     ("rename_column", 'op.alter_column("users", "name", new_column_name="full_name", existing_type=sa.String(50))', (PG, MY), {"MP102"}),
@@ -44,6 +46,8 @@ FLAGGED = [
     ("update_sql", 'op.execute("UPDATE users SET email = lower(email)")', ALL, {"MP107"}),
     ("delete_text", 'op.execute(sa.text("DELETE FROM users WHERE id < 10"))', ALL, {"MP107"}),
     ("update_bind", 'op.get_bind().execute(sa.text("UPDATE users SET a = 1"))', ALL, {"MP107"}),
+    ("update_executed_in_do_block", 'op.execute("DO $body$ DECLARE n int; BEGIN EXECUTE \'UPDATE users SET a = 1\'; '
+     'END $body$ LANGUAGE plpgsql")', (PG,), {"MP107"}),
     ("update_core", 'users = sa.table("users", sa.column("a"))\nop.execute(users.update().values(a=1))', ALL, {"MP107"}),
     ("delete_bind_core", 'users = sa.table("users", sa.column("a"))\nop.get_bind().execute(users.delete())', ALL, {"MP107"}),
     # MP110 FK on existing table
@@ -98,6 +102,8 @@ SAFE = [
      'op.create_foreign_key("fk", "c", "p", ["p_id"], ["id"])', (PG, MY)),
     ("fk_not_valid", 'op.create_foreign_key("fk", "orders", "users", ["user_id"], ["id"], postgresql_not_valid=True)', (PG,)),
     ("fk_not_valid_sql", 'op.execute("ALTER TABLE orders ADD CONSTRAINT fk FOREIGN KEY (u) REFERENCES users (id) NOT VALID")', (PG,)),
+    ("do_block_words_in_strings", 'op.execute("DO $$ BEGIN RAISE NOTICE \'DROP TABLE users\'; '
+     'IF (SELECT count(*) FROM drop_log) > 0 THEN CREATE TABLE IF NOT EXISTS audit (id int); END IF; END $$")', (PG,)),
     ("check_not_valid", 'op.create_check_constraint("ck", "items", "price > 0", postgresql_not_valid=True)', (PG,)),
     ("validate", 'op.execute("ALTER TABLE orders VALIDATE CONSTRAINT fk")', (PG,)),
     ("unique_using_index", 'op.execute("ALTER TABLE users ADD CONSTRAINT uq UNIQUE USING INDEX ix_email")', (PG,)),
