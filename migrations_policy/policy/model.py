@@ -42,6 +42,7 @@ INSERT = "insert"
 UPDATE = "update"
 DELETE = "delete"
 TRUNCATE = "truncate"
+DYNAMIC_SQL = "dynamic_sql"  # SQL a DO block builds at run time (EXECUTE format(...)): not seen
 OTHER = "other"
 
 DROPS = frozenset({DROP_TABLE, DROP_COLUMN, DROP_INDEX, DROP_CONSTRAINT, DROP_OTHER})

@@ -7,8 +7,9 @@ position count (a column named ``drop`` or a literal ``'RENAME'`` never
 triggers).  Statements are split on top-level semicolons.  Unknown statements
 become ``other``.  A PostgreSQL ``DO`` block runs its body at once, so the
 statements of its body are classified too (``IF ... THEN ALTER TABLE ...``,
-``EXECUTE 'constant SQL'``); SQL built at run time (``EXECUTE format(...)``) and
-function bodies (run when called, not when created) stay opaque.
+``EXECUTE 'constant SQL'``); SQL it builds at run time (``EXECUTE format(...)``)
+becomes a ``dynamic_sql`` operation (the linter warns, ``MP131``).  Function bodies
+(run when called, not when created) stay opaque.
 """
 
 from __future__ import annotations
@@ -325,9 +326,14 @@ def _do_block(toks: list[Tok], base: m.Operation) -> list[m.Operation]:
             if tok.value in _BODY_STATEMENTS and (i == 0 or statement[i - 1].is_(*_BODY_LEADS)):
                 found.extend(classify_statement(statement[i:], _text(statement[i:])[:200]))
                 break
-            if tok.value == "EXECUTE" and i + 1 < len(statement) and statement[i + 1].kind == STRING:
-                sql = _string_body(statement[i + 1])
-                found.extend(_operations(sql) if sql else ())
+            if tok.value == "EXECUTE":
+                rest = statement[i + 1:]
+                constant = rest and rest[0].kind == STRING and (len(rest) == 1 or rest[1].is_("USING", "INTO"))
+                sql = _string_body(rest[0]) if constant else None
+                if sql is None:
+                    found.append(base.with_(kind=m.DYNAMIC_SQL, text=_text(statement[i:])[:200]))
+                else:
+                    found.extend(_operations(sql))
                 break
     return found or [base]
 

@@ -237,3 +237,13 @@ def change_enum(table, column, values):
 
 def test_downgrade_is_not_linted(lint_body):
     assert lint_body('op.add_column("u", sa.Column("n", sa.String(5)))', PG).code == 0  # downgrade drops a table
+
+
+def test_sql_a_do_block_builds_at_run_time_is_a_warning(lint_body):
+    body = ('op.execute("DO $$ DECLARE t text; BEGIN FOR t IN SELECT tablename FROM pg_tables LOOP '
+            'EXECUTE format(\'ALTER TABLE %I DROP COLUMN legacy\', t); END LOOP; END $$")')
+    run = lint_body(body, "postgresql")
+    assert run.code == 0, run.out
+    assert [(f["code"], f["severity"]) for f in run.json["findings"]] == [("MP131", "warning")]
+    constant = lint_body('op.execute("DO $$ BEGIN EXECUTE \'ALTER TABLE t DROP COLUMN legacy\'; END $$")', "postgresql")
+    assert constant.code == 1 and constant.codes == {"MP101"}  # a constant string is read, not warned about
