@@ -28,9 +28,14 @@ def text(report: LintReport) -> str:
 
 
 def json_(report: LintReport) -> str:
+    """One finding per line, each through the C encoder (``indent=`` falls back to the
+    pure-Python one: ~3x slower on thousands of findings)."""
     import json
 
-    return json.dumps(report.to_dict(), indent=2)
+    findings = "[]"
+    if report.findings:
+        findings = "[\n" + ",\n".join(f"    {json.dumps(f.to_dict())}" for f in report.findings) + "\n  ]"
+    return f'{{\n  "findings": {findings},\n  "files": {report.files}\n}}'
 
 
 def _escape_data(value: str) -> str:

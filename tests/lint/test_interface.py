@@ -70,6 +70,20 @@ def test_json_shape(run_lint, two_files):
     assert (finding["code"], finding["severity"], finding["line"], finding["dialect"]) == ("MP101", "error", 11, "mysql")
 
 
+def test_json_renders_any_text_one_finding_per_line():
+    from migrations_policy.lint.report import Finding, LintReport
+    from migrations_policy.lint.reporters import render
+
+    tricky = 'quote " backslash \\ newline \n tab \t non-ASCII é ☃ control \x01'
+    findings = [Finding(f"/p/{tricky}.py", i, "MP101", "error", tricky, "expand", "mysql,sqlite") for i in (1, 2)]
+    for report in (LintReport(findings=findings, files=3), LintReport(files=0)):
+        text = render(report, "json")
+        assert json.loads(text) == {"findings": [f.to_dict() for f in report.findings], "files": report.files}
+    assert len(render(LintReport(findings=findings, files=3), "json").splitlines()) == 5 + len(findings)
+    assert findings[0].to_dict() == {"path": f"/p/{tricky}.py", "line": 1, "code": "MP101", "severity": "error",
+                                     "message": tricky, "phase": "expand", "dialect": "mysql,sqlite"}
+
+
 def test_github_format(run_lint, two_files):
     run = run_lint("--format", "github", "--phase", "expand", *two_files)
     (line,) = run.out.strip().splitlines()
