@@ -97,7 +97,7 @@ def sarif(report: LintReport) -> str:
     }
     import json
 
-    return json.dumps(doc, indent=2)
+    return json.dumps(doc)  # compact: the C encoder (indent= is ~8x slower on thousands of results)
 
 
 def junit(report: LintReport) -> str:
