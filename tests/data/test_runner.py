@@ -319,6 +319,14 @@ def test_batch_seconds_shrinks_slow_batches(db_engine):
     assert m.batches == 6 + (130 - 126)
 
 
+def test_batch_seconds_with_workers(db_engine):
+    create_schema(db_engine, rows=600)
+    report = run(db_engine, Registry([copy(), flags(db_engine, "more", 500)]),
+                 RunOptions(batch_size=10, batch_seconds=100.0, workers=2))
+    assert report.exit_code == 0 and [m.migrated for m in report.migrations] == [600, 500]
+    assert [m.batch_sizes for m in report.migrations] == [(10, 100), (10, 100)]  # each grows on its own
+
+
 def test_batch_seconds_keeps_max_count_fair(db_engine):
     create_schema(db_engine, rows=1000)
     registry = Registry([copy(), flags(db_engine, "big", 1000)])
