@@ -8,6 +8,8 @@ the per-dialect modules.
 
 from __future__ import annotations
 
+from pathlib import PurePath
+
 from . import model as m
 
 _PHASE = {
@@ -50,3 +52,36 @@ def phase_of(op: m.Operation) -> str:
 def alternative(op: m.Operation) -> str:
     """A dialect-independent safe way to reach the same end."""
     return _ALTERNATIVE.get(op.kind, "")
+
+
+# -- the phase of a whole revision ----------------------------------------------------
+# Three things say which phase a revision belongs to: alembic's branch (its own or
+# inherited branch label: what ``alembic upgrade expand@head`` applies), the directory
+# its file sits in (``versions/expand`` / ``versions/contract``: what a reviewer sees),
+# and its content (declaring required data migrations is what a contract revision
+# does).  The linter reports a disagreement and the gate refuses to apply the revision:
+# both ask this one function.
+
+def directory_phase(path: str | None) -> str | None:
+    """``expand`` or ``contract`` when the file at *path* sits directly in a directory so named."""
+    if not path:
+        return None
+    parent = PurePath(path).parent.name
+    return parent if parent in (m.EXPAND, m.CONTRACT) else None
+
+
+def revision_phase_disagreement(branch: str | None, path: str | None, requires_data: bool) -> str | None:
+    """Why a revision's phase is ambiguous, in a few words, or None when branch, directory and content agree.
+
+    *branch* is the phase of alembic's branch the revision sits on (None: unlabelled),
+    *path* its file, *requires_data* whether it declares required data migrations.
+    """
+    directory = directory_phase(path)
+    if directory is not None and directory != branch:
+        on = f"alembic's {branch} branch" if branch else "no expand/contract branch"
+        return f"its file is in {directory}/ but it sits on {on} (check its down_revision and branch_labels)"
+    if requires_data and branch != m.CONTRACT:
+        on = f"alembic's {branch} branch" if branch else "no expand/contract branch"
+        return (f"it declares required data migrations but sits on {on}; "
+                "only a contract revision may depend on data migrations")
+    return None
