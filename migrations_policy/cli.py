@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import configparser
+import math
 import sys
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -67,6 +68,16 @@ class _ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str):  # type: ignore[override]
         raise UsageError(f"{self.prog}: {message}", exit_code=self.usage_exit_code)
+
+    def parse_args(self, args=None, namespace=None):  # type: ignore[override]
+        """Unknown arguments are a usage error of the command they follow (argparse reports
+        them from the top-level parser, which would give its exit code, not the command's)."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            spec = getattr(parsed, "_mp_command", None)
+            raise UsageError(f"{self.prog}: unrecognized arguments: {' '.join(extras)}",
+                             exit_code=spec.usage_exit_code if spec else self.usage_exit_code)
+        return parsed
 
 
 @dataclass(frozen=True)
@@ -180,6 +191,8 @@ def _number(kind, allow_zero: bool = False):
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
         if value < 0 or (value == 0 and not allow_zero):
             raise argparse.ArgumentTypeError(f"must be {'>= 0' if allow_zero else 'positive'}: {text!r}")
         return value
@@ -226,10 +239,13 @@ DBSYNC_COMMANDS.append(CommandSpec(
                 "and to run twice at once.",
     exit_codes={
         0: "every data migration is complete",
-        1: "--max-count reached (or rows were added meanwhile) and work remains: run again",
+        1: "work remains: a walk stopped before its end (--max-count): run again",
         2: "a migration failed or left stuck rows (the others still ran), or a configuration "
            "or database error (one line on stderr)",
-        127: "invalid arguments",
+        3: "caught up: every walk reached its end, but rows written behind it meanwhile remain (code of the "
+           "previous release still running); stop that code, then a final run exits 0",
+        127: "invalid arguments (unknown option, bad value)",
+        130: "interrupted (Ctrl-C or SIGTERM): the batch in progress rolled back, the ledger says interrupted",
     },
 ))
 

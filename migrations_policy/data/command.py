@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+import signal
+import threading
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator
 
 from ..errors import UsageError
 from ..project import Project
@@ -44,4 +47,24 @@ def run_for_project(
     registry = project_registry(project)
     with project.connect():
         pass  # one-line error now if the database cannot be reached
-    return run(project.engine, registry, run_options, progress=progress)
+    with sigterm_interrupts():
+        return run(project.engine, registry, run_options, progress=progress)
+
+
+@contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM (a service manager stopping us) behaves like Ctrl-C: the runner rolls the batch
+    in progress back and records ``interrupted``, instead of dying mid-batch with the ledger
+    ``running``.  Only from the main thread, where Python runs signal handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -34,8 +34,10 @@ from ..errors import DatabaseError
 LEDGER_TABLE = f"{TABLE_PREFIX}data_migrations"
 
 # States a run leaves behind (``running`` stays after a killed run; the next run replaces it).
-RUNNING, COMPLETE, INCOMPLETE, STUCK, ERROR, WAITING, INAPPLICABLE = (
-    "running", "complete", "incomplete", "stuck", "error", "waiting", "inapplicable")
+# ``caught up``: the walk reached the end, yet rows written behind it meanwhile remain (code of
+# the previous release still running); ``interrupted``: Ctrl-C or SIGTERM, the batch rolled back.
+RUNNING, COMPLETE, INCOMPLETE, STUCK, ERROR, WAITING, INAPPLICABLE, CAUGHT_UP, INTERRUPTED = (
+    "running", "complete", "incomplete", "stuck", "error", "waiting", "inapplicable", "caught up", "interrupted")
 NEVER_RUN = "never run"
 
 

@@ -96,8 +96,11 @@ def batch_transaction(conn: Connection, name: str, read: sa.Select | None = None
             with conn.begin():
                 yield _locked_read(conn, read)
         finally:
-            conn.execute(sa.select(sa.func.release_lock(lock)))
-            conn.commit()
+            # Not on a connection an interrupted or failed statement invalidated: the caller
+            # discards it, and the server releases the lock with the session.
+            if not conn.invalidated:
+                conn.execute(sa.select(sa.func.release_lock(lock)))
+                conn.commit()
         return
     with conn.begin():
         if dialect != "postgresql":

@@ -9,7 +9,9 @@ from typing import Any, TextIO
 from . import ledger
 
 # Exit codes of ``dbsync online_data_migrations`` (part of the stable interface).
-EXIT_COMPLETE, EXIT_MORE_WORK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2, 127
+EXIT_COMPLETE, EXIT_MORE_WORK, EXIT_FAILED, EXIT_CAUGHT_UP, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 3, 127, 130
+#: States of a migration that do not keep a run from being caught up (exit 3).
+_AS_FAR_AS_IT_GETS = (ledger.COMPLETE, ledger.INAPPLICABLE, ledger.CAUGHT_UP, ledger.WAITING)
 
 
 @dataclass
@@ -45,13 +47,23 @@ class RunReport:
     max_count: int | None = None
     max_count_reached: bool = False
     seconds: float = 0.0
+    #: Ctrl-C or SIGTERM stopped the run (the batch in progress rolled back).
+    interrupted: bool = False
 
     @property
     def exit_code(self) -> int:
-        if any(m.state in (ledger.ERROR, ledger.STUCK) for m in self.migrations):
+        """130 interrupted; 2 an error or stuck rows; 1 a walk stopped before its end (--max-count);
+        3 caught up: every walk reached its end but rows written behind it meanwhile remain
+        (or wait for those: ``run_last``); 0 complete."""
+        states = {m.state for m in self.migrations}
+        if self.interrupted:
+            return EXIT_INTERRUPTED
+        if states & {ledger.ERROR, ledger.STUCK}:
             return EXIT_FAILED
-        if any(m.state != ledger.COMPLETE and m.state != ledger.INAPPLICABLE for m in self.migrations):
+        if states - set(_AS_FAR_AS_IT_GETS):
             return EXIT_MORE_WORK
+        if states & {ledger.CAUGHT_UP, ledger.WAITING}:
+            return EXIT_CAUGHT_UP
         return EXIT_COMPLETE
 
     @property
@@ -61,7 +73,8 @@ class RunReport:
     def to_dict(self) -> dict[str, Any]:
         return {
             "exit_code": self.exit_code, "migrated": self.migrated, "max_count": self.max_count,
-            "max_count_reached": self.max_count_reached, "seconds": round(self.seconds, 3),
+            "max_count_reached": self.max_count_reached, "caught_up": self.exit_code == EXIT_CAUGHT_UP,
+            "interrupted": self.interrupted, "seconds": round(self.seconds, 3),
             "migrations": [m.to_dict() for m in self.migrations],
         }
 
@@ -95,6 +108,10 @@ class RunReport:
             EXIT_MORE_WORK: ("--max-count reached, work remains: run again" if self.max_count_reached
                              else "work remains: run again"),
             EXIT_FAILED: "FAILED: errors or stuck rows (see above); other migrations still ran",
+            EXIT_CAUGHT_UP: ("caught up: every walk reached its end, but rows were written behind it meanwhile "
+                             "(code of the previous release still running?); once that code is stopped, a final "
+                             "run exits 0"),
+            EXIT_INTERRUPTED: "interrupted: the batch in progress was rolled back; run again to continue",
         }[self.exit_code]
         return notes + [f"{self.migrated} row(s) migrated in {self.seconds:.1f} s; {verdict}"]
 

@@ -18,6 +18,7 @@ none starves.  What remains is always counted live from the pending predicate.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import deque
@@ -67,18 +68,23 @@ class PendingMigration(NamedTuple):
 
 
 # -- queries shared by the runner and the gate --------------------------------------
-def count_pending(conn: Connection, migration: DataMigration, where: Any = None, current: bool = False) -> int:
-    """Rows matching the pending predicate (and *where*).
-
-    *current*: inside a batch on MySQL/MariaDB, count what is committed now (a locking
-    read), not what the transaction's REPEATABLE READ snapshot saw before the batch's
-    UPDATE; otherwise a row another writer fixed meanwhile would count as stuck.
-    """
+def count_pending(conn: Connection, migration: DataMigration, where: Any = None) -> int:
+    """Rows matching the pending predicate (and *where*)."""
     condition = migration.pending if where is None else where
-    query = sa.select(sa.func.count()).select_from(migration.table).where(condition)
+    return int(conn.execute(sa.select(sa.func.count()).select_from(migration.table).where(condition)).scalar())
+
+
+def pending_keys(conn: Connection, migration: DataMigration, where: Any, current: bool = False) -> set[Any]:
+    """The keys of the rows matching *where* (a batch's ``key range AND pending``).
+
+    *current*: inside a batch on MySQL/MariaDB, read what is committed now (a locking
+    read), not what the transaction's REPEATABLE READ snapshot saw before the batch's
+    writes; otherwise a row another writer fixed meanwhile would count as stuck.
+    """
+    query = sa.select(migration.key_column).where(where)
     if current and conn.dialect.name in ("mysql", "mariadb"):
         query = query.with_for_update(read=True)
-    return int(conn.execute(query).scalar())
+    return set(conn.execute(query).scalars())
 
 
 def missing_columns(conn: Connection, migration: DataMigration) -> list[str]:
@@ -123,6 +129,9 @@ class _Walk:
         self.report = MigrationReport(migration.name)
         self.batch_size = run.batch_size  # this migration's next batch (adapted to batch_seconds)
         self.finished = False
+        self.walked_to_end = False  # the walk found nothing pending ahead of its cursor
+        self.finalized = False  # finish() or interrupted() recorded the final state
+        self.stop: threading.Event | None = None  # set when the run is interrupted
         self.cursor: Any = None
         self.high: Any = None
         self.walked_to: Any = None  # the upper key of this run's last batch
@@ -154,7 +163,7 @@ class _Walk:
         report.remaining_before = int(count)
         report.state = ledger.RUNNING
         if not count:
-            self.finished = True
+            self.finished = self.walked_to_end = True
             return
         if isinstance(low, int) and not isinstance(low, bool):
             density = count / (high - low + 1)
@@ -178,10 +187,16 @@ class _Walk:
                 self._follow_other_runner(current)
                 batch = self._next_batch(conn, width)
                 if batch is None:
-                    self.finished = True
+                    self.finished = self.walked_to_end = True
                     return 0
                 processed, migrated, stuck = self._migrate(conn, batch)
                 ledger.record_batch(conn, self.migration.name, migrated, stuck, batch.upper)
+                if self.stop is not None and self.stop.is_set():
+                    raise KeyboardInterrupt  # another thread was interrupted: roll this batch back
+        except KeyboardInterrupt:  # Ctrl-C / SIGTERM: the batch rolled back (or dies with the session)
+            connections.discard()
+            self.finished = True
+            raise
         except Exception as exc:  # one migration's failure must not stop the others
             connections.discard()
             self.fail(exc)
@@ -238,20 +253,23 @@ class _Walk:
 
         The set-based form updates only the rows it can migrate (``NOT unmigratable``):
         no read-back of what it wrote, and the rows it cannot migrate are counted once,
-        when the walk is over (``finish``).  A function is judged by what it leaves:
-        the batch's rows still pending afterwards are stuck.
+        when the walk is over (``finish``).  A function is judged by what it leaves of
+        the rows it was given: the batch's pending keys, read before it runs.  Those
+        still pending afterwards are stuck; rows that old code inserted (or made
+        pending) in the batch's key range after that read were never given to it:
+        they are *remaining*, found by a later walk.
         """
         m = self.migration
         if m.unmigratable is not None:
             processed = conn.execute(
                 sa.update(m.table).where(batch.where, sa.not_(m.unmigratable)).values(dict(m.values))).rowcount
             return processed, processed, 0
-        before = count_pending(conn, m, batch.where)
+        given = pending_keys(conn, m, batch.where)
         returned = m.migrate(conn, batch)
-        stuck = count_pending(conn, m, batch.where, current=True)
+        stuck = len(given & pending_keys(conn, m, batch.where, current=True))
         migrated = returned if isinstance(returned, int) and not isinstance(returned, bool) \
-            else max(before - stuck, 0)
-        return max(before, migrated + stuck), migrated, stuck
+            else len(given) - stuck
+        return max(len(given), migrated + stuck), migrated, stuck
 
     def finish(self, engine: Engine) -> None:
         """Count what remains (live) and record the final state."""
@@ -270,10 +288,26 @@ class _Walk:
                     conn.rollback()
                 if report.state not in (ledger.ERROR, ledger.INAPPLICABLE, ledger.WAITING):
                     report.state = (ledger.STUCK if report.stuck else
-                                    ledger.COMPLETE if report.remaining_after == 0 else ledger.INCOMPLETE)
+                                    ledger.COMPLETE if report.remaining_after == 0 else
+                                    ledger.CAUGHT_UP if self.walked_to_end else ledger.INCOMPLETE)
                 ledger.record_finish(conn, self.migration.name, report.state, report.error, stuck=stuck)
         except Exception as exc:
             self.fail(exc)
+        self.finalized = True
+
+    def interrupted(self, engine: Engine) -> None:
+        """After Ctrl-C / SIGTERM: record ``interrupted`` (an error or inapplicable stays what it is),
+        without counting what remains (the operator asked us to stop)."""
+        if self.finalized:
+            return
+        self.finalized = True
+        report = self.report
+        if report.state not in (ledger.ERROR, ledger.INAPPLICABLE):
+            report.state = ledger.INTERRUPTED
+        if report.state == ledger.INAPPLICABLE or report.remaining_before is None and not report.error:
+            return  # never started: nothing of it to record
+        with engine.connect() as conn:
+            ledger.record_finish(conn, self.migration.name, report.state, report.error)
 
 
 # -- the whole run ----------------------------------------------------------------------
@@ -295,10 +329,13 @@ class _Connections:
         return conn
 
     def discard(self) -> None:
-        """Drop this thread's connection after an error (it may be broken)."""
+        """Drop this thread's connection after an error or an interrupt (it may be broken, or
+        in the middle of a statement: closing it ends the session, which rolls back)."""
         conn = getattr(self.local, "conn", None)
         self.local.conn = None
         if conn is not None:
+            if not conn.invalidated:
+                conn.invalidate()
             conn.close()
 
     def close(self) -> None:
@@ -352,7 +389,7 @@ def _select(registry: Registry, run: RunOptions) -> list[_Walk]:
 
 
 def _drive(connections: _Connections, walks: list[_Walk], run: RunOptions, budget: _Budget,
-           on_batch: Callable[[str], None]) -> None:
+           on_batch: Callable[[str], None], stop: threading.Event) -> None:
     """Round robin, *workers* batches at a time: in each round every migration still
     working gets one batch: its batch size, or less, its share of what is left of --max-count."""
     ready = deque(w for w in walks if not w.finished)
@@ -371,49 +408,102 @@ def _drive(connections: _Connections, walks: list[_Walk], run: RunOptions, budge
                 if not walk.finished:
                     ready.append(walk)
         return
+    with ThreadPoolExecutor(max_workers=run.workers, thread_name_prefix="data-migration") as pool:
+        try:
+            _drive_pool(pool, connections, ready, run, budget, on_batch)
+        except BaseException:
+            stop.set()  # the batches running in the workers roll back instead of committing
+            raise
+
+
+def _drive_pool(pool: ThreadPoolExecutor, connections: _Connections, ready: deque, run: RunOptions,
+                budget: _Budget, on_batch: Callable[[str], None]) -> None:
     running: dict[Future, tuple[_Walk, int]] = {}
     owed: set[_Walk] = set()  # migrations that have not had their turn in this round
     share = 0
-    with ThreadPoolExecutor(max_workers=run.workers, thread_name_prefix="data-migration") as pool:
-        while ready or running:
-            while ready and len(running) < run.workers and not budget.exhausted:
-                if not owed:
-                    owed = {*ready, *(walk for walk, _ in running.values())}
-                    share = budget.share(len(owed))
-                walk = ready.popleft()
-                owed.discard(walk)
-                width = budget.take(min(share, walk.batch_size))
-                running[pool.submit(walk.step, connections, width)] = (walk, width)
-            if not running:
-                return  # --max-count reached
-            done, _ = wait(running, return_when=FIRST_COMPLETED)
-            for future in done:
-                walk, width = running.pop(future)
-                budget.refund(width - future.result())
-                on_batch(walk.migration.name)
-                if not walk.finished:
-                    ready.append(walk)
+    while ready or running:
+        while ready and len(running) < run.workers and not budget.exhausted:
+            if not owed:
+                owed = {*ready, *(walk for walk, _ in running.values())}
+                share = budget.share(len(owed))
+            walk = ready.popleft()
+            owed.discard(walk)
+            width = budget.take(min(share, walk.batch_size))
+            running[pool.submit(walk.step, connections, width)] = (walk, width)
+        if not running:
+            return  # --max-count reached
+        done, _ = wait(running, return_when=FIRST_COMPLETED)
+        for future in done:
+            walk, width = running.pop(future)
+            budget.refund(width - future.result())
+            on_batch(walk.migration.name)
+            if not walk.finished:
+                ready.append(walk)
+
+
+#: Upper bounds of the run's options (a bigger value is a typo, or makes no sense).
+LIMITS = {"batch_size": 10_000_000, "batch_seconds": 3600.0, "sleep": 3600.0, "workers": 64}
+
+
+def validate(options: RunOptions) -> None:
+    """A one-line usage error (exit 127) for an option out of range, before any work."""
+    def bad(name: str, value: Any, low: float, strict: bool = True) -> bool:
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        return not number or not math.isfinite(value) or value < low or (strict and value == low) \
+            or value > LIMITS.get(name, math.inf)
+
+    checks = [("batch_size", options.batch_size, 1, False), ("workers", options.workers, 1, False),
+              ("sleep", options.sleep, 0, False)]
+    if options.batch_seconds is not None:
+        checks.append(("batch_seconds", options.batch_seconds, 0, True))
+    if options.max_count is not None:
+        checks.append(("max_count", options.max_count, 1, False))
+    for name, value, low, strict in checks:
+        if bad(name, value, low, strict):
+            high = LIMITS.get(name)
+            bounds = f"{'>' if strict else '>='} {low}" + (f" and <= {high:g}" if high else "")
+            raise UsageError(f"--{name.replace('_', '-')} {value!r}: must be a finite number {bounds}",
+                             exit_code=EXIT_USAGE)
 
 
 def run(engine: Engine, registry: Registry, options: RunOptions | None = None, progress: Any = None) -> RunReport:
-    """Run the data migrations of *registry* on *engine*; see ``RunOptions``."""
+    """Run the data migrations of *registry* on *engine*; see ``RunOptions``.
+
+    Ctrl-C (``KeyboardInterrupt``, also what ``data.command`` turns SIGTERM into) rolls the
+    batches in progress back, records ``interrupted`` in the ledger and returns a report
+    with ``interrupted`` set (exit code 130).
+    """
     run_options = options or RunOptions()
-    if run_options.batch_size < 1 or run_options.workers < 1 or run_options.sleep < 0 \
-            or (run_options.max_count is not None and run_options.max_count < 1) \
-            or (run_options.batch_seconds is not None and run_options.batch_seconds <= 0):
-        raise UsageError("batch size, batch seconds, workers and max count must be positive, sleep >= 0",
-                         exit_code=EXIT_USAGE)
+    validate(run_options)
     walks = _select(registry, run_options)
     with engine.connect() as conn:
         ledger.require(conn)
     started = time.monotonic()
     budget = _Budget(run_options.max_count)
     report = RunReport(migrations=[w.report for w in walks], max_count=run_options.max_count)
+    stop = threading.Event()
+    for walk in walks:
+        walk.stop = stop
 
     def on_batch(name: str) -> None:
         if progress is not None:
             progress.update(report.migrations, current=name)
 
+    try:
+        _run_phases(engine, walks, run_options, budget, on_batch, stop)
+    except KeyboardInterrupt:
+        report.interrupted = True
+        _record_interrupted(engine, walks)
+    finally:
+        if progress is not None:
+            progress.close()
+    report.max_count_reached = budget.exhausted and any(w.report.state == ledger.INCOMPLETE for w in walks)
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _run_phases(engine: Engine, walks: list[_Walk], run_options: RunOptions, budget: _Budget,
+                on_batch: Callable[[str], None], stop: threading.Event) -> None:
     first = [w for w in walks if not w.migration.run_last]
     last = [w for w in walks if w.migration.run_last]
     for phase in (first, last):
@@ -424,21 +514,25 @@ def run(engine: Engine, registry: Registry, options: RunOptions | None = None, p
                     walk.report.state = ledger.WAITING
                     walk.report.strategy_note = "runs once every other data migration is complete"
                 walk.finish(engine)
-            break
+            return
         for walk in phase:
             _prepare(walk, engine)
         connections = _Connections(engine)
         try:
-            _drive(connections, phase, run_options, budget, on_batch)
+            _drive(connections, phase, run_options, budget, on_batch, stop)
         finally:
             connections.close()
         for walk in phase:
             walk.finish(engine)
-    if progress is not None:
-        progress.close()
-    report.max_count_reached = budget.exhausted and any(w.report.state == ledger.INCOMPLETE for w in walks)
-    report.seconds = time.monotonic() - started
-    return report
+
+
+def _record_interrupted(engine: Engine, walks: list[_Walk]) -> None:
+    """The ledger after an interrupt, best effort: the database may be what is failing."""
+    for walk in walks:
+        try:
+            walk.interrupted(engine)
+        except Exception:  # noqa: BLE001 - the ledger then says ``running``, as after a SIGKILL
+            pass
 
 
 def _prepare(walk: _Walk, engine: Engine) -> None:

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import time
 
+import pytest
 import sqlalchemy as sa
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from migrations_policy.data import ledger
 
@@ -105,3 +109,81 @@ def test_two_concurrent_runners_never_migrate_a_row_twice(project_dir, db_url, d
     assert scalar(db_engine, sa.select(sa.func.count()).select_from(item_log)) == 600
     assert scalar(db_engine, sa.select(sa.func.count(sa.distinct(item_log.c.item_id)))) == 600
     assert scalar(db_engine, sa.select(sa.func.max(items.c.n))) == 1
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_or_ctrl_c_rolls_the_batch_back_and_says_interrupted(project_dir, db_url, db_engine, signum):
+    """The signal lands while a batch is in progress (each batch pauses inside its transaction):
+    that batch rolls back, the ledger says ``interrupted``, the exit code is 130, one line of output
+    and no traceback, and a rerun completes every row exactly once."""
+    rows = 400
+    create_schema(db_engine, rows=rows)
+    argv = dbsync_argv(project_dir, db_url, "--format", "json", "online_data_migrations", "--migration",
+                       "copy_items_logged", "--batch-size", "20", "--batch-seconds", "0",
+                       "--option", "copy_items_logged.pause=0.1")
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(project_dir)})
+    deadline = time.monotonic() + 60
+    while ledger_rows(db_engine, "copy_items_logged") < 40 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(random.uniform(0, 0.1))  # somewhere in the next batch
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "reconnect" not in err.lower() and "invalid transaction" not in err, err
+    report = json.loads(out)
+    [m] = report["migrations"]
+    assert (report["exit_code"], report["interrupted"], m["state"], m["errors"]) == (130, True, "interrupted", 0)
+    done = migrated_rows(db_engine)
+    assert 40 <= done < rows and done % 20 == 0  # whole batches only: the interrupted one rolled back
+    with db_engine.connect() as conn:
+        row = ledger.read(conn)["copy_items_logged"]
+    assert (row["state"], row["rows_migrated"], row["last_error"]) == ("interrupted", done, None)
+    assert scalar(db_engine, sa.select(sa.func.count()).select_from(item_log)) == done
+    code, again = run_json(project_dir, db_url, "--migration", "copy_items_logged", "--batch-size", "200")
+    assert (code, again["migrations"][0]["migrated"]) == (0, rows - done)
+    assert scalar(db_engine, sa.select(sa.func.count()).where(items.c.n == 1)) == rows
+
+
+BAD_NUMBERS = ["nan", "inf", "-inf", "NaN", "-1", "1e400", "0x10", "", " ", "1e5000", "-0.0001"]
+
+
+def _not_a_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return True
+    return False
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(option=st.sampled_from(["--sleep", "--batch-seconds", "--batch-size", "--max-count", "--workers"]),
+       value=st.one_of(st.sampled_from(BAD_NUMBERS),
+                       st.floats(allow_nan=True, allow_infinity=True).filter(lambda f: f != f or abs(f) == float("inf")
+                                                                              or f < 0).map(repr),
+                       st.text(alphabet="abcxyz-+.e", min_size=1, max_size=6).filter(_not_a_number)))
+def test_bad_numbers_are_usage_errors_before_any_work(project_dir, db_url, db_engine, option, value):
+    if not sa.inspect(db_engine).has_table("items"):  # hypothesis reuses the database between examples
+        create_schema(db_engine, rows=50)
+    proc = run_dbsync(project_dir, db_url, "online_data_migrations", f"{option}={value}")
+    assert proc.returncode == 127, (option, value, proc.stdout, proc.stderr)
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert migrated_rows(db_engine) == 0
+    with db_engine.connect() as conn:
+        assert ledger.read(conn) == {}  # the ledger untouched
+
+
+
+@pytest.mark.parametrize("argv", [["online_data_migrations", "--bogus"], ["online_data_migrations", "extra"],
+                                  ["online_data_migrations", "--max-count=3", "--no-such-option=1"],
+                                  ["--no-such-global", "online_data_migrations"]])
+def test_unknown_options_exit_127_as_documented(project_dir, db_url, db_engine, argv):
+    create_schema(db_engine, rows=10)
+    proc = run_dbsync(project_dir, db_url, *argv)
+    assert proc.returncode == 127, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "unrecognized arguments" in proc.stderr
+    assert migrated_rows(db_engine) == 0
+    from migrations_policy.cli import DBSYNC_COMMANDS
+    [spec] = [s for s in DBSYNC_COMMANDS if s.name == "online_data_migrations"]
+    assert spec.usage_exit_code == 127 and spec.exit_codes[127] == "invalid arguments (unknown option, bad value)"

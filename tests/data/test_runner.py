@@ -336,3 +336,49 @@ def test_batch_seconds_keeps_max_count_fair(db_engine):
     assert abs(first - second) <= 0.1 * (first + second), (first, second)
     with pytest.raises(UsageError):
         run(db_engine, registry, RunOptions(batch_seconds=0))
+
+
+def test_rows_inserted_into_a_batch_after_it_read_its_rows_are_remaining_not_stuck(db_engine, backend):
+    """Release-N code inserts pending rows into the key range of the running batch after the function
+    read its rows: those rows were never given to the migration, so they are *remaining* (the walk is
+    caught up, exit 3), not *stuck* (exit 2).  A row the function was given and left pending is stuck."""
+    if backend == "sqlite":
+        pytest.skip("SQLite's batch holds the database write lock: no other writer can commit meanwhile")
+    create_schema(db_engine, rows=40)
+    late = iter(range(41, 10_000))
+
+    def old_release_inserts(count: int) -> None:
+        with db_engine.begin() as other:
+            other.execute(sa.insert(items), [{"id": next(late), "src": "late"} for _ in range(count)])
+
+    @data_migration("copy_while_inserted", table=t, key="id", pending=PENDING)
+    def migrate(connection, batch):
+        rows = connection.execute(sa.select(t.c.id).where(batch.where)).all()
+        old_release_inserts(3)  # committed after the batch read its rows, keys inside (lower, upper]
+        for (key,) in rows:
+            if key != 7:  # row 7 is given to the function and left pending: genuinely stuck
+                connection.execute(sa.update(t).where(t.c.id == key).values(dst=t.c.src))
+        return None
+
+    report = run(db_engine, Registry([migrate]), RunOptions(batch_size=1000))
+    m = by_name(report)["copy_while_inserted"]
+    assert (m.stuck, m.state, report.exit_code) == (1, "stuck", 2)
+    assert m.migrated == 39
+
+    with db_engine.begin() as conn:  # fix row 7 so that only the late rows stay behind
+        conn.execute(sa.update(items).where(items.c.id == 7).values(dst="fixed"))
+
+    @data_migration("copy_while_inserted", table=t, key="id", pending=PENDING)
+    def migrate_all(connection, batch):
+        rows = connection.execute(sa.select(t.c.id).where(batch.where)).all()
+        old_release_inserts(2)
+        for (key,) in rows:
+            connection.execute(sa.update(t).where(t.c.id == key).values(dst=t.c.src))
+        return None
+
+    report = run(db_engine, Registry([migrate_all]), RunOptions(batch_size=1000))
+    m = by_name(report)["copy_while_inserted"]
+    assert m.stuck == 0 and m.remaining_after > 0
+    assert (m.state, report.exit_code, report.to_dict()["caught_up"]) == ("caught up", 3, True)
+    with db_engine.connect() as conn:
+        assert ledger.read(conn)["copy_while_inserted"]["state"] == "caught up"
