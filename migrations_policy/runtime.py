@@ -76,7 +76,8 @@ def how_to_finish(config: Any) -> str:
     """The exact commands that get past the gate, for its refusal message."""
     ini = getattr(config, "config_file_name", None) or "alembic.ini"
     dbsync = f"dbsync -c {ini}"
-    return (f"Finish them with: {dbsync} online_data_migrations   (repeat until it exits 0; "
+    return (f"Finish them with: {dbsync} online_data_migrations   (repeat until it exits 0; exit 3 means "
+            "caught up while old code still writes: stop it, then run once more; "
             f"`{dbsync} status` shows progress), then rerun: {dbsync} upgrade --contract. "
             "To override (recorded in the ledger): dbsync upgrade --contract --force")
 
