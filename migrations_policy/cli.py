@@ -151,8 +151,14 @@ DBSYNC_COMMANDS: list[CommandSpec] = [
     CommandSpec(
         "status",
         "show each branch's current revision, head and pending revisions",
-        _no_args,
-        lambda args: commands.status(_project(args)),
+        lambda parser: parser.add_argument(
+            "--exact", action="store_true",
+            help="count every data migration's remaining rows (a full scan each); by default a pending row is "
+                 "found with LIMIT 1 and the rest is the planner's estimate, marked as such"),
+        lambda args: commands.status(_project(args), exact=args.exact),
+        description="Per branch (expand, contract): the revisions applied, the head and what is pending; each "
+                    "data migration's remaining rows and ledger state; whether the contract gate allows contract. "
+                    "Remaining rows are estimates (marked ~) unless --exact; 0 is always verified.",
     ),
     CommandSpec(
         "check",

@@ -95,8 +95,8 @@ class StatusResult(Result):
     def to_dict(self) -> dict[str, Any]:
         state = self.state
         data = {name: status.to_dict() for name, status in state.branches.items()}
-        data["data_migrations"] = [{"name": m.name, "remaining": m.remaining, "state": m.state}
-                                   for m in state.data_migrations]
+        data["data_migrations"] = [{"name": m.name, "remaining": m.remaining, "estimated": m.estimated,
+                                    "state": m.state} for m in state.data_migrations]
         data["contract_allowed"] = state.contract_allowed
         data["gate"] = state.verdict.to_dict()
         if state.object_versions is not None:
@@ -112,7 +112,9 @@ class StatusResult(Result):
             lines.extend(f"  pending {rev}" for rev in status.pending)
         lines.append(f"data migrations: {len(state.data_pending)} with rows remaining")
         for m in state.data_migrations:
-            remaining = "n/a (table or columns absent)" if m.remaining is None else f"{m.remaining:,} remaining"
+            remaining = ("n/a (table or columns absent)" if m.remaining is None else
+                         f"~{m.remaining:,} remaining (estimate; --exact counts)" if m.estimated else
+                         f"{m.remaining:,} remaining")
             lines.append(f"  {m.name}: {remaining}, {m.state}")
         if state.branches[CONTRACT].pending:
             lines.append("contract: " + ("allowed" if state.contract_allowed else "refused by the gate"))
@@ -123,10 +125,11 @@ class StatusResult(Result):
         return "\n".join(lines)
 
 
-def status(project: Project) -> StatusResult:
-    """Per branch: applied, head, pending; data migrations; whether contract is allowed."""
+def status(project: Project, exact: bool = False) -> StatusResult:
+    """Per branch: applied, head, pending; data migrations (remaining rows estimated by the
+    planner unless *exact*); whether contract is allowed."""
     with project.connect() as conn:
-        return StatusResult(state=assess(project, conn))
+        return StatusResult(state=assess(project, conn, exact=exact))
 
 
 @dataclass

@@ -52,10 +52,13 @@ class PendingMigration:
     remaining: int | None
     state: str
     required_by: list[str] = field(default_factory=list)
+    #: *remaining* is the planner's estimate (a pending row was found; counting them all is not needed).
+    estimated: bool = False
 
     def describe(self) -> str:
         rows = ("unknown rows (its table or columns do not exist yet)" if self.remaining is None
-                else f"{self.remaining:,} row{'' if self.remaining == 1 else 's'} remaining")
+                else f"{'~' if self.estimated else ''}{self.remaining:,} row{'' if self.remaining == 1 else 's'} "
+                     f"remaining{' (estimate)' if self.estimated else ''}")
         return f"{self.name}: {rows}, state {self.state} (required by {', '.join(self.required_by)})"
 
 
@@ -75,7 +78,7 @@ class GateVerdict:
         return {
             "allowed": self.allowed,
             "contract_revisions": self.contract_revisions,
-            "pending": [{"name": p.name, "remaining": p.remaining, "state": p.state,
+            "pending": [{"name": p.name, "remaining": p.remaining, "estimated": p.estimated, "state": p.state,
                          "required_by": p.required_by} for p in self.pending],
             "missing_expand": [{"revision": c, "needs": e} for c, e in self.missing_expand],
         }
@@ -151,13 +154,13 @@ def evaluate(connection: Connection, script: ScriptDirectory, revisions: list[Sc
 def unfinished(connection: Connection, registry: Any, required: dict[str, list[str]]) -> list[PendingMigration]:
     """Of the *required* data migrations ({name: [requiring revisions]}), those not complete.
 
-    The live remaining count decides (the ledger's state is only reported):
-    a migration whose table or columns do not exist yet, or that is not
-    declared at all, is not complete either.
+    The rows decide, live (the ledger's state is only reported): one pending row is
+    enough to refuse (found with LIMIT 1, its count then estimated); a migration whose
+    table or columns do not exist yet, or that is not declared at all, is not complete either.
     """
     if not required:
         return []
-    from .data.runner import pending_migrations
+    from .data.pending import pending_migrations
 
     known = [registry[name] for name in required if name in registry]
     live = {p.name: p for p in pending_migrations(connection, known)}
@@ -167,7 +170,8 @@ def unfinished(connection: Connection, registry: Any, required: dict[str, list[s
         if migration is None:
             found.append(PendingMigration(name, None, "unknown (not declared)", required_by))
         elif migration.remaining is None or migration.remaining > 0:
-            found.append(PendingMigration(name, migration.remaining, migration.state, required_by))
+            found.append(PendingMigration(name, migration.remaining, migration.state, required_by,
+                                          migration.estimated))
     return found
 
 

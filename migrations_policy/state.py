@@ -26,7 +26,7 @@ CHECK_NOTHING_TO_DO, CHECK_EXPAND_PENDING, CHECK_DATA_PENDING, CHECK_CONTRACT_AL
 class UpgradeState:
     heads: tuple[str, ...]
     branches: dict[str, BranchStatus]
-    data_migrations: list[Any] = field(default_factory=list)  # data.runner.PendingMigration
+    data_migrations: list[Any] = field(default_factory=list)  # data.pending.PendingMigration
     verdict: gate.GateVerdict = field(default_factory=gate.GateVerdict)
     object_versions: Any = None  # data.versions.ObjectVersionReport, when expand is pending
 
@@ -59,16 +59,17 @@ def object_versions_before_expand(project: Project, connection: Connection, expa
     return check_object_versions(connection, load_release_mapping(project.settings.release_mapping))
 
 
-def assess(project: Project, connection: Connection) -> UpgradeState:
-    """Everything ``status`` and ``check`` report, read in one go."""
+def assess(project: Project, connection: Connection, exact: bool = False) -> UpgradeState:
+    """Everything ``status`` and ``check`` report, read in one go; remaining rows estimated
+    unless *exact* (``data.pending``: whether a row is pending is always verified)."""
     from .data.command import project_registry
-    from .data.runner import pending_migrations
+    from .data.pending import pending_migrations
 
     script = project.script
     registry = project_registry(project)
     heads = current_heads(connection)
     state = UpgradeState(heads=heads, branches=branch_statuses(script, heads))
-    state.data_migrations = pending_migrations(connection, registry)
+    state.data_migrations = pending_migrations(connection, registry, exact=exact)
     contract_pending = [script.get_revision(r) for r in state.branches[CONTRACT].pending]
     state.verdict = gate.evaluate(connection, script, contract_pending, heads, registry)
     state.object_versions = object_versions_before_expand(project, connection,

@@ -14,7 +14,8 @@ from .declare import Batch, DataMigration, Registry, data_migration
 from .discovery import ENTRY_POINT_GROUP, load_registry, load_release_mapping
 from .ledger import LEDGER_TABLE, create_ledger, drop_ledger, record_forced
 from .report import MigrationReport, RunReport
-from .runner import PendingMigration, RunOptions, count_pending, pending_migrations, run
+from .pending import PendingMigration, count_pending, pending_migrations
+from .runner import RunOptions, run
 from .versions import ObjectVersionError, ObjectVersionReport, ReleaseMapping, check_object_versions
 
 __all__ = [

@@ -13,7 +13,8 @@ for the function form they are the batch's rows still pending after it ran.  The
 cursor passes them (never selected again in this run) and they fail the run.
 Migrations take turns (round robin, ``--workers`` at a time), and a
 ``--max-count`` budget is shared out between the migrations still working, so
-none starves.  What remains is always counted live from the pending predicate.
+none starves.  What remains is always counted live from the pending predicate
+(``pending`` decides what remains for the gate, ``check`` and ``status``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import time
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -34,6 +35,7 @@ from ..errors import UsageError
 from ..project import _one_line
 from . import ledger, locks
 from .declare import Batch, DataMigration, Registry
+from .pending import count_pending, missing_columns
 from .report import EXIT_USAGE, MigrationReport, RunReport
 
 #: Range stepping is used when at least this share of the pending key range is pending.
@@ -59,21 +61,7 @@ class RunOptions:
     options: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
-class PendingMigration(NamedTuple):
-    """A migration's live remaining count (None when inapplicable) and its ledger state."""
-
-    name: str
-    remaining: int | None
-    state: str
-
-
-# -- queries shared by the runner and the gate --------------------------------------
-def count_pending(conn: Connection, migration: DataMigration, where: Any = None) -> int:
-    """Rows matching the pending predicate (and *where*)."""
-    condition = migration.pending if where is None else where
-    return int(conn.execute(sa.select(sa.func.count()).select_from(migration.table).where(condition)).scalar())
-
-
+# -- queries of the batches ------------------------------------------------------------
 def pending_keys(conn: Connection, migration: DataMigration, where: Any, current: bool = False) -> set[Any]:
     """The keys of the rows matching *where* (a batch's ``key range AND pending``).
 
@@ -85,32 +73,6 @@ def pending_keys(conn: Connection, migration: DataMigration, where: Any, current
     if current and conn.dialect.name in ("mysql", "mariadb"):
         query = query.with_for_update(read=True)
     return set(conn.execute(query).scalars())
-
-
-def missing_columns(conn: Connection, migration: DataMigration) -> list[str]:
-    """``table`` or ``table.column`` the migration uses that the database does not have."""
-    inspector = sa.inspect(conn)
-    missing = []
-    for table, columns in sorted(migration.columns_used().items()):
-        if not inspector.has_table(table):
-            missing.append(table)
-            continue
-        present = {c["name"].lower() for c in inspector.get_columns(table)}
-        missing.extend(f"{table}.{c}" for c in sorted(columns) if c.lower() not in present)
-    return missing
-
-
-def pending_migrations(connection: Connection, registry: Iterable[DataMigration]) -> list[PendingMigration]:
-    """For a contract gate: every migration's live remaining rows and ledger state."""
-    states = ledger.read(connection)
-    found = []
-    for migration in registry:
-        if missing_columns(connection, migration):
-            found.append(PendingMigration(migration.name, None, ledger.INAPPLICABLE))
-            continue
-        state = states.get(migration.name, {}).get("state", ledger.NEVER_RUN)
-        found.append(PendingMigration(migration.name, count_pending(connection, migration), state))
-    return found
 
 
 def next_batch_size(size: int, seconds: float, target: float, ceiling: int) -> int:

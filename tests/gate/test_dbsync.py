@@ -41,17 +41,17 @@ def test_check_unreachable_database_is_exit_2(app, capsys):
 def status_json(expanded, capsys):
     from migrations_policy import cli
 
-    def read() -> dict:
+    def read(*options: str) -> dict:
         capsys.readouterr()
         assert cli.dbsync_main(["-c", str(expanded.ini), "--url", expanded.url_text, "--format", "json",
-                                "status"]) == 0
+                                "status", *options]) == 0
         return json.loads(capsys.readouterr().out)
 
     return read
 
 
-def test_status_json_shape_and_values(expanded, status_json):
-    data = status_json()
+def test_status_json_shape_and_values(expanded, status_json, backend):
+    data = status_json("--exact")
     assert data["expand"] == {"current": ["r2_meta_display_name_version"],
                               "head": "r2_meta_display_name_version", "pending": []}
     assert data["contract"]["pending"] == ["contract_root", "r3_drop_extra_name"]
@@ -59,13 +59,20 @@ def test_status_json_shape_and_values(expanded, status_json):
     remaining = {m["name"]: m["remaining"] for m in data["data_migrations"]}
     assert remaining["nodes_extra_to_meta"] == ROWS
     assert remaining["port_node_orphans"] == ORPHANS
+    assert not any(m["estimated"] for m in data["data_migrations"])
     assert {m["state"] for m in data["data_migrations"]} <= {"never run"}
     assert data["contract_allowed"] is False
+    # By default: a pending row is found, the count is the planner's estimate (SQLite has none: it counts).
+    fast = status_json()
+    assert all(m["remaining"] >= 1 for m in fast["data_migrations"])
+    assert all(m["estimated"] == (backend != "sqlite") for m in fast["data_migrations"])
+    assert all(p["estimated"] == (backend != "sqlite") for p in fast["gate"]["pending"])
 
     assert expanded.dbsync("online_data_migrations") == 0
-    data = status_json()
-    assert all(m["remaining"] == 0 for m in data["data_migrations"])
-    assert data["contract_allowed"] is True
+    for options in ((), ("--exact",)):
+        data = status_json(*options)
+        assert all(m["remaining"] == 0 and not m["estimated"] for m in data["data_migrations"])  # 0 is verified
+        assert data["contract_allowed"] is True
 
 
 # -- lock timeouts -----------------------------------------------------------------
