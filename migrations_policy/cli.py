@@ -109,17 +109,24 @@ def _configure_upgrade(parser: argparse.ArgumentParser) -> None:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--expand", action="store_true", help="apply only the expand heads")
     group.add_argument("--contract", action="store_true", help="apply only the contract heads (through the gate)")
+    _add_force_options(parser, "apply contract even though the gate refuses")
+
+
+def _add_force_options(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument("--force", action="store_true",
-                        help="apply contract even though the gate refuses; recorded in the ledger (who, when, what)")
+                        help=f"{what}; recorded in migrations_policy_gate_overrides (who, when, why, what remained)")
     parser.add_argument("--reason", default="", help="why --force was needed (recorded with it)")
+
+
+def _force_reason(args: argparse.Namespace, command: str) -> str | None:
+    if args.reason and not args.force:
+        raise UsageError("--reason goes with --force")
+    return (args.reason or f"dbsync {command} --force") if args.force else None
 
 
 def _run_upgrade(args: argparse.Namespace) -> commands.Result:
     phases = (EXPAND,) if args.expand else (CONTRACT,) if args.contract else (EXPAND, CONTRACT)
-    if args.reason and not args.force:
-        raise UsageError("--reason goes with --force")
-    force = (args.reason or "dbsync upgrade --force") if args.force else None
-    return commands.upgrade(_project(args), phases=phases, force=force)
+    return commands.upgrade(_project(args), phases=phases, force=_force_reason(args, "upgrade"))
 
 
 def _revision_id(text: str) -> str:
@@ -132,6 +139,7 @@ def _configure_stamp(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("revisions", nargs="+", type=_revision_id, metavar="REVISION",
                         help="revision(s) to record as applied")
     parser.add_argument("--purge", action="store_true", help="empty the version table first")
+    _add_force_options(parser, "stamp a revision whose data migrations are not complete")
 
 
 DBSYNC_COMMANDS: list[CommandSpec] = [
@@ -186,7 +194,8 @@ DBSYNC_COMMANDS: list[CommandSpec] = [
         "stamp",
         "record revisions as applied without running them",
         _configure_stamp,
-        lambda args: commands.stamp(_project(args), args.revisions, purge=args.purge),
+        lambda args: commands.stamp(_project(args), args.revisions, purge=args.purge,
+                                    force=_force_reason(args, "stamp")),
     ),
 ]
 

@@ -9,6 +9,7 @@ them without subprocesses.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from alembic import command as alembic_command
@@ -17,12 +18,12 @@ from alembic.util import CommandError
 from sqlalchemy import exc as sa_exc
 
 from .errors import PolicyError, UsageError
-from .gate import GateRefused
+from .gate import GateRefused, NotWired
 from .lock_timeout import is_lock_timeout
 from .project import Project, _one_line
 from .result import Result
 from .revisions import CONTRACT, EXPAND, PHASES, branch_statuses, current_heads
-from .runtime import FORCE_ATTRIBUTE, STATS_ATTRIBUTE
+from .runtime import FORCE_ATTRIBUTE, GUARD_RAN_ATTRIBUTE, REQUIRE_GUARD_ATTRIBUTE, STATS_ATTRIBUTE
 from .state import (CHECK_CONTRACT_ALLOWED, CHECK_DATA_PENDING, CHECK_EXPAND_PENDING, CHECK_NOTHING_TO_DO,
                     UpgradeState, assess, object_versions_before_expand)
 
@@ -31,8 +32,8 @@ def _alembic(fn, *args, **kwargs) -> None:
     """Run an alembic command; its errors become PolicyErrors (gate refusal: exit 4)."""
     try:
         fn(*args, **kwargs)
-    except GateRefused as exc:
-        raise PolicyError(str(exc), exit_code=GateRefused.exit_code) from None
+    except (GateRefused, NotWired) as exc:
+        raise PolicyError(str(exc), exit_code=exc.exit_code) from None
     except CommandError as exc:
         raise PolicyError(f"alembic: {_one_line(exc)}") from None
     except (ImportError, OSError) as exc:  # env.py missing, or the project's env.py cannot import its code
@@ -55,7 +56,8 @@ def _run_alembic_on(project: Project, conn, fn, *args, **kwargs) -> None:
     """
     if conn.in_transaction():
         conn.commit()
-    project.alembic_config.attributes["connection"] = conn
+    attributes = project.alembic_config.attributes
+    attributes.update({"connection": conn, REQUIRE_GUARD_ATTRIBUTE: True, GUARD_RAN_ATTRIBUTE: False})
     try:
         _alembic(fn, project.alembic_config, *args, **kwargs)
     except BaseException:
@@ -65,8 +67,14 @@ def _run_alembic_on(project: Project, conn, fn, *args, **kwargs) -> None:
     else:
         if conn.in_transaction():
             conn.commit()
+        if not attributes.get(GUARD_RAN_ATTRIBUTE):
+            env_py = Path(project.script.dir, "env.py")
+            raise PolicyError(f"{env_py}: env.py did not run the migrations through migrations_policy's gate "
+                              "(it must call context.configure(..., **policy.configure_options(context)) and "
+                              "context.run_migrations()); nothing was applied", exit_code=NotWired.exit_code)
     finally:
-        project.alembic_config.attributes.pop("connection", None)
+        for key in ("connection", REQUIRE_GUARD_ATTRIBUTE, GUARD_RAN_ATTRIBUTE):
+            attributes.pop(key, None)
 
 
 # -- version ----------------------------------------------------------------
@@ -243,11 +251,18 @@ def upgrade(project: Project, phases: tuple[str, ...] = PHASES, force: str | Non
     return result
 
 
-def stamp(project: Project, revisions: list[str], purge: bool = False) -> UpgradeResult:
-    """Record *revisions* as applied without running them."""
+def stamp(project: Project, revisions: list[str], purge: bool = False, force: str | None = None) -> UpgradeResult:
+    """Record *revisions* as applied without running them.  Through the gate: stamping a
+    revision whose data migrations are pending needs *force* (a reason), recorded like a
+    forced upgrade."""
     with project.connect() as conn:
         before = sorted(current_heads(conn))
-        _run_alembic_on(project, conn, alembic_command.stamp, revisions, purge=purge)
+        if force:
+            project.alembic_config.attributes[FORCE_ATTRIBUTE] = force
+        try:
+            _run_alembic_on(project, conn, alembic_command.stamp, revisions, purge=purge)
+        finally:
+            project.alembic_config.attributes.pop(FORCE_ATTRIBUTE, None)
         after = sorted(current_heads(conn))
     return UpgradeResult(phases=["stamp"], before=before, after=after)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from migrations_policy.gate import GateRefused
+from migrations_policy.gate import NotWired
 
 CONTRACT_SCRIPT = "migrations/versions/contract/0003_r3_drop_extra_name.py"
 
@@ -45,17 +45,24 @@ def test_directive_is_read_by_the_gate_before_any_ddl(expanded, capsys):
     assert {"extra", "name"} <= expanded.columns("nodes")
 
 
-def test_directive_refuses_under_a_stock_env_py(expanded):
+def test_a_stock_env_py_is_refused_before_any_ddl(expanded):
+    """An env.py without the hook fails closed: plain alembic refuses the run (naming env.py),
+    also once the data migrations are complete, and applies nothing."""
     from ..helpers import set_ini_option
 
     _use_directive_instead_of_attribute(expanded)
-    (expanded.ini.parent / "migrations" / "env.py").write_text(STOCK_ENV)
+    env_py = expanded.ini.parent / "migrations" / "env.py"
+    env_py.write_text(STOCK_ENV)
     set_ini_option(expanded.ini, "alembic", "sqlalchemy.url", expanded.url_text.replace("%", "%%"))
-    with pytest.raises(GateRefused, match="port_node_orphans"):
+    heads = expanded.heads()
+    with pytest.raises(NotWired, match="env.py does not pass migrations_policy's configure_options") as caught:
         expanded.alembic_upgrade("contract@head")
+    assert str(env_py) in str(caught.value) and "\n" not in str(caught.value)
     assert {"extra", "name"} <= expanded.columns("nodes")
-    assert "r3_drop_extra_name" not in expanded.heads()
+    assert expanded.heads() == heads
 
     assert expanded.dbsync("online_data_migrations") == 0
-    expanded.alembic_upgrade("contract@head")
-    assert "extra" not in expanded.columns("nodes")
+    with pytest.raises(NotWired):
+        expanded.alembic_upgrade("contract@head")
+    assert {"extra", "name"} <= expanded.columns("nodes")
+    assert expanded.heads() == heads

@@ -103,7 +103,7 @@ def test_force_is_recorded_in_the_ledger(expanded, capsys):
     assert expanded.dbsync("online_data_migrations", "--migration", "port_node_orphans") == 0
     code = expanded.dbsync("upgrade", "--contract", "--force", "--reason", "hotfix INC-42")
     assert code == 0
-    assert "contract gate FORCED by" in capsys.readouterr().err
+    assert "contract gate FORCED (upgrade) by" in capsys.readouterr().err
     assert CONTRACT_HEAD in expanded.heads()
     with expanded.engine.connect() as conn:
         rows = conn.execute(sa.text(
@@ -113,6 +113,14 @@ def test_force_is_recorded_in_the_ledger(expanded, capsys):
     assert {r.forced_reason for r in rows} == {"hotfix INC-42"}
     assert all("@" in r.forced_by for r in rows)
     assert [r.forced_remaining for r in rows] == [ROWS, ROWS]
+    with expanded.engine.connect() as conn:
+        history = conn.execute(sa.text(
+            "SELECT command, migration, remaining, reason, revisions FROM migrations_policy_gate_overrides "
+            "ORDER BY id")).all()
+    assert [(h.command, h.migration, h.remaining, h.reason) for h in history] == [
+        ("upgrade", "nodes_extra_to_meta", ROWS, "hotfix INC-42"),
+        ("upgrade", "nodes_name_to_display_name", ROWS, "hotfix INC-42")]
+    assert all(CONTRACT_HEAD in h.revisions.split(",") for h in history)
 
 
 def test_forced_contract_failing_midway_leaves_nothing_applied_on_postgresql(expanded, backend, capsys):
