@@ -1,0 +1,127 @@
+"""What remains, at the cost of what is pending (``migrations_policy.data.pending``): the first pending
+row decides, the count is the planner's estimate unless exact, 0 is always verified, and nothing is
+remembered — rows that old code makes pending again are seen by the very next gate or ``check``."""
+
+from __future__ import annotations
+
+import random
+import threading
+
+import sqlalchemy as sa
+
+from migrations_policy import gate
+from migrations_policy.data import DataMigration, Registry, RunOptions, ledger, pending_migrations, run
+from migrations_policy.data.pending import has_pending
+
+from .support import create_schema, items, scalar
+
+t = sa.table("items", sa.column("id", sa.Integer), sa.column("src"), sa.column("dst"), sa.column("n"))
+PENDING = sa.and_(t.c.dst.is_(None), t.c.src.is_not(None))
+COPY = DataMigration("copy_items", table=t, key="id", pending=PENDING, values={"dst": t.c.src, "n": t.c.n + 1})
+
+
+def remaining(engine, exact=False):
+    with engine.connect() as conn:
+        [found] = pending_migrations(conn, Registry([COPY]), exact=exact)
+    return found
+
+
+def refused(engine) -> bool:
+    with engine.connect() as conn:
+        return bool(gate.unfinished(conn, Registry([COPY]), {"copy_items": ["r3_contract"]}))
+
+
+def test_pending_is_found_counted_exactly_on_request_and_zero_is_verified(db_engine, backend):
+    rng = random.Random()
+    rows = rng.randint(200, 900)
+    create_schema(db_engine, rows=rows)
+    found = remaining(db_engine)
+    assert found.remaining >= 1 and found.estimated == (backend != "sqlite")
+    assert remaining(db_engine, exact=True) == ("copy_items", rows, "never run", False)
+    budget = rng.randint(1, rows - 1)
+    run(db_engine, Registry([COPY]), RunOptions(batch_size=rng.randint(7, 100), max_count=budget))
+    with db_engine.connect() as conn:
+        assert ledger.last_key(conn, "copy_items") is not None  # the probe starts past the cursor
+    assert remaining(db_engine).remaining >= 1 and refused(db_engine)
+    assert remaining(db_engine, exact=True).remaining == rows - budget
+    run(db_engine, Registry([COPY]), RunOptions(batch_size=100))
+    assert remaining(db_engine) == ("copy_items", 0, "complete", False)
+    assert not refused(db_engine)
+
+
+def test_one_row_made_pending_anywhere_behind_or_past_the_cursor_refuses_the_gate(db_engine):
+    rng = random.Random()
+    rows = rng.randint(300, 1500)
+    create_schema(db_engine, rows=rows)
+    run(db_engine, Registry([COPY]), RunOptions(batch_size=500))
+    for _ in range(6):
+        key = rng.randint(1, rows + 50)
+        with db_engine.begin() as conn:  # release-N code: writes src, leaves dst NULL (or inserts a new row)
+            if key <= rows:
+                conn.execute(sa.update(items).where(items.c.id == key).values(src="again", dst=None))
+            else:
+                conn.execute(sa.insert(items).values(id=key, src="new"))
+        assert refused(db_engine), key
+        assert remaining(db_engine, exact=True).remaining == 1
+        assert run(db_engine, Registry([COPY]), RunOptions(batch_size=500)).exit_code == 0
+        assert not refused(db_engine)
+        rows = max(rows, key)
+
+
+def test_text_keys_probe_past_the_cursor_too(db_engine):
+    words = sa.Table("words", sa.MetaData(), sa.Column("word", sa.String(20), primary_key=True),
+                     sa.Column("upper", sa.String(20)))
+    words.create(db_engine)
+    ledger.metadata.create_all(db_engine)
+    with db_engine.begin() as conn:
+        conn.execute(sa.insert(words), [{"word": f"w{i:04d}"} for i in range(300)])
+    w = sa.table("words", sa.column("word"), sa.column("upper"))
+    upper = DataMigration("upper_words", table=w, key="word", pending=w.c.upper.is_(None),
+                          values={"upper": sa.func.upper(w.c.word)})
+    run(db_engine, Registry([upper]), RunOptions(batch_size=40, max_count=120))
+    with db_engine.connect() as conn:
+        last = ledger.last_key(conn, "upper_words")
+        assert last is not None and has_pending(conn, upper, last)
+        assert pending_migrations(conn, Registry([upper]), exact=True)[0].remaining == 180
+    run(db_engine, Registry([upper]), RunOptions(batch_size=40))
+    with db_engine.connect() as conn:
+        assert not has_pending(conn, upper, ledger.last_key(conn, "upper_words"))
+
+
+def test_the_gate_never_passes_while_a_writer_keeps_dirtying_rows(db_engine, backend):
+    """No completion is remembered: whenever the writer has committed a dirtying (it never fixes one),
+    the gate refuses; once the runner has caught up and the writer is stopped, it passes."""
+    rng = random.Random()
+    rows = 600
+    create_schema(db_engine, rows=rows)
+    for _ in range(3):
+        assert run(db_engine, Registry([COPY]), RunOptions(batch_size=200)).exit_code == 0
+        assert not refused(db_engine)
+        committed, stop = [0], threading.Event()
+        seed = rng.randrange(10**6)
+
+        def old_release() -> None:
+            local = random.Random(seed)
+            while not stop.is_set() and committed[0] < 40:
+                with db_engine.begin() as conn:
+                    key = local.randint(1, rows)
+                    conn.execute(sa.update(items).where(items.c.id == key).values(src=f"s{key}", dst=None))
+                committed[0] += 1
+                stop.wait(0.005)
+
+        writer = threading.Thread(target=old_release)
+        writer.start()
+        try:
+            for _ in range(30):
+                seen = committed[0]
+                verdict = refused(db_engine)
+                if seen:
+                    assert verdict, f"the gate passed after {seen} committed dirtyings"
+        finally:
+            stop.set()
+            writer.join()
+        assert refused(db_engine)
+        assert remaining(db_engine, exact=True).remaining == scalar(
+            db_engine, sa.select(sa.func.count()).where(items.c.dst.is_(None)))
+    assert run(db_engine, Registry([COPY]), RunOptions(batch_size=200)).exit_code == 0
+    assert not refused(db_engine)
