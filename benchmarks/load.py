@@ -8,9 +8,10 @@ insert a row or update a random one (each its own transaction, through
 SQLAlchemy) for ``--seconds`` while
 
 * ``baseline``: nothing else runs;
-* ``runner``: ``migrations_policy.data.run`` (the runner behind ``dbsync
-  online_data_migrations``, default batch size 5000... here ``--batch-size``)
-  backfills ``orders.label`` in a separate process;
+* ``runner ≤T``: ``migrations_policy.data.run`` (the runner behind ``dbsync
+  online_data_migrations``) backfills ``orders.label`` in a separate process, with
+  ``--batch-size`` (default: the runner's, 5000) and each batch time target T of
+  ``--batch-seconds`` (default: the runner's default; 0: fixed-size batches);
 * ``big UPDATE``: one ``UPDATE orders SET label = ...`` (the naive backfill) runs.
 
 Printed per scenario: writer operations (only those started while the backfill
@@ -30,7 +31,7 @@ import time
 
 import sqlalchemy as sa
 
-from migrations_policy.data import ledger
+from migrations_policy.data import RunOptions, ledger
 from migrations_policy.testing import servers
 
 metadata = sa.MetaData()
@@ -52,7 +53,8 @@ orders = sa.table("orders", sa.column("id", sa.Integer), sa.column("customer", s
 migration = DataMigration("orders_label", table=orders, key="id", pending=orders.c.label.is_(None),
                           values={"label": sa.func.upper(orders.c.customer)})
 engine = sa.create_engine(sys.argv[1])
-report = run(engine, Registry([migration]), RunOptions(batch_size=int(sys.argv[2])))
+report = run(engine, Registry([migration]),
+             RunOptions(batch_size=int(sys.argv[2]), batch_seconds=float(sys.argv[3]) or None))
 print(report.migrated, round(report.seconds, 2))
 '''
 
@@ -115,8 +117,9 @@ def scenario(name: str, engine: sa.Engine, url: str, args: argparse.Namespace) -
     background: subprocess.Popen | threading.Thread | None = None
     took: list[float] = []
     finished: list[float] = []  # perf_counter when the backfill ended
-    if name == "runner":
-        background = subprocess.Popen([sys.executable, "-c", RUNNER, url, str(args.batch_size)],
+    if name.startswith("runner"):
+        target = name.split("≤")[1].removesuffix("s")
+        background = subprocess.Popen([sys.executable, "-c", RUNNER, url, str(args.batch_size), target],
                                       stdout=subprocess.PIPE, text=True)
         process = background
         threading.Thread(target=lambda: (process.wait(), finished.append(time.perf_counter())), daemon=True).start()
@@ -154,10 +157,10 @@ def scenario(name: str, engine: sa.Engine, url: str, args: argparse.Namespace) -
 def report(backend: str, results: list[dict], args: argparse.Namespace) -> None:
     base = results[0]
     print(f"\n{backend}: {args.rows:,} rows, {args.writers} writer threads, {args.seconds:g} s per scenario, "
-          f"runner batch size {args.batch_size}")
-    print(f"{'scenario':<12} {'ops':>7} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>9} {'p50 x':>6} {'p99 x':>6}  backfill")
+          f"runner batch size {args.batch_size} (first batch, with a time target)")
+    print(f"{'scenario':<15} {'ops':>7} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>9} {'p50 x':>6} {'p99 x':>6}  backfill")
     for r in results:
-        print(f"{r['name']:<12} {r['ops']:>7} {r['p50'] * 1000:>8.2f} {r['p99'] * 1000:>8.2f} {r['max'] * 1000:>9.1f} "
+        print(f"{r['name']:<15} {r['ops']:>7} {r['p50'] * 1000:>8.2f} {r['p99'] * 1000:>8.2f} {r['max'] * 1000:>9.1f} "
               f"{r['p50'] / base['p50']:>6.2f} {r['p99'] / base['p99']:>6.2f}  {r['backfill']}")
 
 
@@ -167,15 +170,18 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=300_000)
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--writers", type=int, default=4)
-    parser.add_argument("--batch-size", type=int, default=1000)
+    parser.add_argument("--batch-size", type=int, default=RunOptions.batch_size)
+    parser.add_argument("--batch-seconds", default=str(RunOptions.batch_seconds or 0),
+                        help="runner batch time targets, comma-separated (0: fixed --batch-size)")
     args = parser.parse_args()
+    runners = [f"runner ≤{float(t):g}s" for t in args.batch_seconds.split(",") if t]
     for backend in args.backends.split(","):
         server = servers.STARTERS[backend]()
         try:
             url = server.create_database()
             engine = sa.create_engine(url, pool_size=args.writers + 2)
             text = url.render_as_string(hide_password=False)
-            results = [scenario(name, engine, text, args) for name in ("baseline", "runner", "big UPDATE")]
+            results = [scenario(name, engine, text, args) for name in ("baseline", *runners, "big UPDATE")]
             engine.dispose()
             report(backend, results, args)
         finally:

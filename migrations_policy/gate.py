@@ -70,7 +70,7 @@ class PendingMigration:
     def describe(self) -> str:
         rows = ("unknown rows (its table or columns do not exist yet)" if self.remaining is None
                 else f"{'~' if self.estimated else ''}{self.remaining:,} row{'' if self.remaining == 1 else 's'} "
-                     f"remaining{' (estimate)' if self.estimated else ''}")
+                     f"remaining{' (estimate; dbsync status --exact counts)' if self.estimated else ''}")
         return f"{self.name}: {rows}, state {self.state} (required by {', '.join(self.required_by)})"
 
 
@@ -265,10 +265,13 @@ def schema_is_empty(connection: Connection, version_table: str = "alembic_versio
 
 def evaluate(connection: Connection, script: ScriptDirectory, revisions: list[Script],
              current: Iterable[str], registry: Any, version_table: str = "alembic_version",
-             stamping: bool = False) -> GateVerdict:
+             stamping: bool = False, known: Iterable[Any] | None = None, exact: bool = False) -> GateVerdict:
     """Judge *revisions* (about to be applied, or recorded as applied when *stamping*) against
     the ledger and live counts.  A stamp runs no DDL, so it may record an expand and its
-    contract together; it still needs their data migrations complete."""
+    contract together; it still needs their data migrations complete.  *known*: the
+    ``data.pending.PendingMigration`` of every migration of *registry*, just read by the
+    caller (``status``/``check``), so that no table is probed twice.  *exact*: count the rows
+    of an unfinished migration instead of estimating them (for a ``--force`` record)."""
     verdict = GateVerdict()
     applied = applied_revisions(script, current)
     fresh = not applied and schema_is_empty(connection, version_table)
@@ -289,11 +292,12 @@ def evaluate(connection: Connection, script: ScriptDirectory, revisions: list[Sc
                 verdict.missing_expand.append((rev.revision, parent.revision))
         for name in requirements.names:
             required.setdefault(name, []).append(rev.revision)
-    verdict.pending = unfinished(connection, registry, required)
+    verdict.pending = unfinished(connection, registry, required, known, exact)
     return verdict
 
 
-def unfinished(connection: Connection, registry: Any, required: dict[str, list[str]]) -> list[PendingMigration]:
+def unfinished(connection: Connection, registry: Any, required: dict[str, list[str]],
+               known: Iterable[Any] | None = None, exact: bool = False) -> list[PendingMigration]:
     """Of the *required* data migrations ({name: [requiring revisions]}), those not complete.
 
     The rows decide, live (the ledger's state is only reported): one pending row is
@@ -304,8 +308,9 @@ def unfinished(connection: Connection, registry: Any, required: dict[str, list[s
         return []
     from .data.pending import pending_migrations
 
-    known = [registry[name] for name in required if name in registry]
-    live = {p.name: p for p in pending_migrations(connection, known)}
+    if known is None:
+        known = pending_migrations(connection, [registry[name] for name in required if name in registry], exact)
+    live = {p.name: p for p in known if p.name in registry}
     found = []
     for name, required_by in required.items():
         migration = live.get(name)

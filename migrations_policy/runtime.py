@@ -124,11 +124,11 @@ def _guard(context: Any, original: Callable) -> Callable:
             return steps
         connection = migration_context.connection
         settings = project_settings(context.config)
+        reason = force_reason(context)
         verdict = gate.evaluate(connection, migration_context.script, entering, heads,
                                 load_registry(context.config, settings), migration_context.version_table,
-                                stamping=stamped)
+                                stamping=stamped, exact=reason is not None)  # a --force record counts exactly
         if not verdict.allowed:
-            reason = force_reason(context)
             if reason is None or not verdict.forceable:
                 if connection.in_transaction():
                     connection.rollback()

@@ -71,7 +71,8 @@ def assess(project: Project, connection: Connection, exact: bool = False) -> Upg
     state = UpgradeState(heads=heads, branches=branch_statuses(script, heads))
     state.data_migrations = pending_migrations(connection, registry, exact=exact)
     contract_pending = [script.get_revision(r) for r in state.branches[CONTRACT].pending]
-    state.verdict = gate.evaluate(connection, script, contract_pending, heads, registry)
+    state.verdict = gate.evaluate(connection, script, contract_pending, heads, registry,
+                                  known=state.data_migrations)
     state.object_versions = object_versions_before_expand(project, connection,
                                                           bool(state.branches[EXPAND].pending))
     if connection.in_transaction():
