@@ -154,9 +154,19 @@ def scenario(name: str, engine: sa.Engine, url: str, args: argparse.Namespace) -
                                                     f" in {took[0]:.1f} s" if took else "")}
 
 
+def median_of(results: list[dict]) -> dict:
+    """One scenario's figures over the rounds: the median of each (the machine may be shared)."""
+    merged = dict(results[0])
+    for key in ("ops", "p50", "p99", "max"):
+        merged[key] = statistics.median(r[key] for r in results)
+    merged["backfill"] = "; ".join(r["backfill"] for r in results if r["backfill"])
+    return merged
+
+
 def report(backend: str, results: list[dict], args: argparse.Namespace) -> None:
     base = results[0]
     print(f"\n{backend}: {args.rows:,} rows, {args.writers} writer threads, {args.seconds:g} s per scenario, "
+          f"median of {args.repeat} interleaved round(s), "
           f"runner batch size {args.batch_size} (first batch, with a time target)")
     print(f"{'scenario':<15} {'ops':>7} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>9} {'p50 x':>6} {'p99 x':>6}  backfill")
     for r in results:
@@ -173,6 +183,9 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=RunOptions.batch_size)
     parser.add_argument("--batch-seconds", default=str(RunOptions.batch_seconds or 0),
                         help="runner batch time targets, comma-separated (0: fixed --batch-size)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="run every scenario this many times, interleaved; report the median of each figure")
+    parser.add_argument("--no-big-update", action="store_true", help="skip the big UPDATE scenario")
     args = parser.parse_args()
     runners = [f"runner ≤{float(t):g}s" for t in args.batch_seconds.split(",") if t]
     for backend in args.backends.split(","):
@@ -181,7 +194,9 @@ def main() -> None:
             url = server.create_database()
             engine = sa.create_engine(url, pool_size=args.writers + 2)
             text = url.render_as_string(hide_password=False)
-            results = [scenario(name, engine, text, args) for name in ("baseline", *runners, "big UPDATE")]
+            names = ("baseline", *runners, *(() if args.no_big_update else ("big UPDATE",)))
+            rounds = [[scenario(name, engine, text, args) for name in names] for _ in range(args.repeat)]
+            results = [median_of([round_[i] for round_ in rounds]) for i in range(len(names))]
             engine.dispose()
             report(backend, results, args)
         finally:

@@ -99,8 +99,9 @@ class Settings:
     #: Default rows per batch for online data migrations (with ``batch_seconds``: the first batch).
     batch_size: int = 5000
     #: Target seconds per data-migration batch; batches are then sized to take about this
-    #: long (up to 10x ``batch_size``).  0: every batch has ``batch_size`` rows.
-    batch_seconds: float = 0.0
+    #: long (up to 10x ``batch_size``).  0: every batch has ``batch_size`` rows.  The default
+    #: keeps row locks short whatever the table and the load (benchmarks/load.py, backfill.py).
+    batch_seconds: float = 0.05
 
     def update(self, values: Mapping[str, Any], source: str) -> None:
         """Apply *values* (raw strings or TOML values) read from *source*."""
