@@ -106,7 +106,7 @@ class StatusResult(Result):
         data["data_migrations"] = [{"name": m.name, "remaining": m.remaining, "estimated": m.estimated,
                                     "state": m.state} for m in state.data_migrations]
         data["contract_allowed"] = state.contract_allowed
-        data["gate"] = state.verdict.to_dict()
+        data["gate"] = None if state.verdict is None else state.verdict.to_dict()
         if state.object_versions is not None:
             data["object_versions"] = state.object_versions.to_dict()
         return data
@@ -124,7 +124,7 @@ class StatusResult(Result):
                          f"~{m.remaining:,} remaining (estimate; --exact counts)" if m.estimated else
                          f"{m.remaining:,} remaining")
             lines.append(f"  {m.name}: {remaining}, {m.state}")
-        if state.branches[CONTRACT].pending:
+        if state.branches[CONTRACT].pending and state.verdict is not None:
             lines.append("contract: " + ("allowed" if state.contract_allowed else "refused by the gate"))
             lines.extend(f"  {p.describe()}" for p in state.verdict.pending)
             lines.extend(f"  {c} needs expand revision {e} applied first" for c, e in state.verdict.missing_expand)
@@ -160,7 +160,7 @@ CHECK_MEANINGS = {
 def check(project: Project) -> CheckResult:
     """What the next upgrade step is, as an exit code for automation (glance's convention)."""
     with project.connect() as conn:
-        state = assess(project, conn)
+        state = assess(project, conn, decisive=True)
     if state.object_versions is not None:
         state.object_versions.raise_for_problems()
     return CheckResult(exit_code=state.check_code(), state=state)

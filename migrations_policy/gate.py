@@ -54,6 +54,9 @@ from .framework_tables import gate_overrides_table, is_framework_table
 from .policy.phases import revision_phase_disagreement
 from .revisions import CONTRACT, EXPAND, applied_revisions, parents, phase_of
 
+#: State of a required migration the gate did not probe: another one already refuses.
+NOT_CHECKED = "not checked"
+
 #: Exit code of dbsync when the gate refuses.
 EXIT_REFUSED = 4
 
@@ -68,6 +71,9 @@ class PendingMigration:
     estimated: bool = False
 
     def describe(self) -> str:
+        if self.state == NOT_CHECKED:
+            return (f"{self.name}: not checked: the gate stops at the first unfinished migration "
+                    f"(`dbsync status` shows it) (required by {', '.join(self.required_by)})")
         rows = ("unknown rows (its table or columns do not exist yet)" if self.remaining is None
                 else f"{'~' if self.estimated else ''}{self.remaining:,} row{'' if self.remaining == 1 else 's'} "
                      f"remaining{' (estimate; dbsync status --exact counts)' if self.estimated else ''}")
@@ -308,13 +314,16 @@ def unfinished(connection: Connection, registry: Any, required: dict[str, list[s
         return []
     from .data.pending import pending_migrations
 
-    if known is None:
-        known = pending_migrations(connection, [registry[name] for name in required if name in registry], exact)
-    live = {p.name: p for p in known if p.name in registry}
+    live = {p.name: p for p in known or () if p.name in registry}
+    unread = [registry[name] for name in required if name in registry and name not in live]
+    # A refusal needs one unfinished migration; a --force record (exact) counts every one.
+    live.update((p.name, p) for p in pending_migrations(connection, unread, exact, stop_at_pending=not exact))
     found = []
     for name, required_by in required.items():
         migration = live.get(name)
-        if migration is None:
+        if migration is None and name in registry:
+            found.append(PendingMigration(name, None, NOT_CHECKED, required_by))  # another one refuses already
+        elif migration is None:
             found.append(PendingMigration(name, None, "unknown (not declared)", required_by))
         elif migration.remaining is None or migration.remaining > 0:
             found.append(PendingMigration(name, migration.remaining, migration.state, required_by,

@@ -27,7 +27,8 @@ class UpgradeState:
     heads: tuple[str, ...]
     branches: dict[str, BranchStatus]
     data_migrations: list[Any] = field(default_factory=list)  # data.pending.PendingMigration
-    verdict: gate.GateVerdict = field(default_factory=gate.GateVerdict)
+    #: None when not evaluated: ``check`` stops reading once its exit code is decided.
+    verdict: gate.GateVerdict | None = field(default_factory=gate.GateVerdict)
     object_versions: Any = None  # data.versions.ObjectVersionReport, when expand is pending
 
     @property
@@ -35,8 +36,8 @@ class UpgradeState:
         return [m for m in self.data_migrations if m.remaining]
 
     @property
-    def contract_allowed(self) -> bool:
-        return self.verdict.allowed
+    def contract_allowed(self) -> bool | None:
+        return None if self.verdict is None else self.verdict.allowed
 
     def check_code(self) -> int:
         if self.branches[EXPAND].pending:
@@ -59,9 +60,14 @@ def object_versions_before_expand(project: Project, connection: Connection, expa
     return check_object_versions(connection, load_release_mapping(project.settings.release_mapping))
 
 
-def assess(project: Project, connection: Connection, exact: bool = False) -> UpgradeState:
+def assess(project: Project, connection: Connection, exact: bool = False, decisive: bool = False) -> UpgradeState:
     """Everything ``status`` and ``check`` report, read in one go; remaining rows estimated
-    unless *exact* (``data.pending``: whether a row is pending is always verified)."""
+    unless *exact* (``data.pending``: whether a row is pending is always verified).
+
+    *decisive* (``check``): read only what decides ``check_code``: no data migration while
+    expand is pending, the data migrations up to the first with rows remaining, and the
+    gate only when none has (then every one was probed).  What was not read is left out
+    (``verdict`` None)."""
     from .data.command import project_registry
     from .data.pending import pending_migrations
 
@@ -69,12 +75,16 @@ def assess(project: Project, connection: Connection, exact: bool = False) -> Upg
     registry = project_registry(project)
     heads = current_heads(connection)
     state = UpgradeState(heads=heads, branches=branch_statuses(script, heads))
-    state.data_migrations = pending_migrations(connection, registry, exact=exact)
-    contract_pending = [script.get_revision(r) for r in state.branches[CONTRACT].pending]
-    state.verdict = gate.evaluate(connection, script, contract_pending, heads, registry,
-                                  known=state.data_migrations)
-    state.object_versions = object_versions_before_expand(project, connection,
-                                                          bool(state.branches[EXPAND].pending))
+    expand_pending = bool(state.branches[EXPAND].pending)
+    if not (decisive and expand_pending):
+        state.data_migrations = pending_migrations(connection, registry, exact=exact, stop_at_pending=decisive)
+    if decisive and (expand_pending or state.data_pending):
+        state.verdict = None
+    else:
+        contract_pending = [script.get_revision(r) for r in state.branches[CONTRACT].pending]
+        state.verdict = gate.evaluate(connection, script, contract_pending, heads, registry,
+                                      known=state.data_migrations)
+    state.object_versions = object_versions_before_expand(project, connection, expand_pending)
     if connection.in_transaction():
         connection.rollback()  # reads only
     return state

@@ -81,7 +81,8 @@ def batch_transaction(conn: Connection, name: str, read: sa.Select | None = None
         try:
             yield _locked_read(conn, read)
         except BaseException:
-            conn.exec_driver_sql("ROLLBACK")
+            if not conn.invalidated:  # an interrupted statement invalidates it: closing it rolls back
+                conn.exec_driver_sql("ROLLBACK")
             raise
         conn.exec_driver_sql("COMMIT")
         return

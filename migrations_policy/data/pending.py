@@ -91,17 +91,27 @@ def estimate(conn: Connection, migration: DataMigration) -> int | None:
 
 
 def pending_migrations(connection: Connection, registry: Iterable[DataMigration],
-                       exact: bool = False) -> list[PendingMigration]:
+                       exact: bool = False, stop_at_pending: bool = False) -> list[PendingMigration]:
     """Every migration's remaining rows and ledger state, for the gate, ``check`` and ``status``.
 
     Zero is always verified (no pending row exists).  Otherwise the count is the
     planner's estimate (``estimated``), at least 1, unless *exact* (or the database
     gives no estimate).  A table or column that does not exist: remaining None.
+
+    *stop_at_pending*: for a verdict that one unfinished migration settles (``check``,
+    a refusing gate): the migrations the ledger does not say complete are probed
+    first, and the list ends at the first with rows remaining; the others are not
+    probed (proving a migration complete is the one probe that reads its whole table).
     """
     states = ledger.read(connection)
     inspector = sa.inspect(connection)
     found = []
-    for migration in registry:
+    migrations = list(registry)
+    if stop_at_pending:
+        migrations.sort(key=lambda m: states.get(m.name, {}).get("state") == ledger.COMPLETE)
+    for migration in migrations:
+        if stop_at_pending and found and found[-1].remaining:
+            break
         if missing_columns(connection, migration, inspector):
             found.append(PendingMigration(migration.name, None, ledger.INAPPLICABLE))
             continue

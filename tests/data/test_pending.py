@@ -125,3 +125,27 @@ def test_the_gate_never_passes_while_a_writer_keeps_dirtying_rows(db_engine, bac
             db_engine, sa.select(sa.func.count()).where(items.c.dst.is_(None)))
     assert run(db_engine, Registry([COPY]), RunOptions(batch_size=200)).exit_code == 0
     assert not refused(db_engine)
+
+
+def test_stop_at_pending_probes_unfinished_migrations_first_and_stops_there(db_engine):
+    """``check`` and a refusing gate need one unfinished migration: they never read a complete table
+    through (the one probe that grows with it) once another migration already has rows remaining."""
+    rng = random.Random()
+    create_schema(db_engine, rows=rng.randint(50, 300))
+    done = DataMigration("already_done", table=t, key="id", pending=t.c.n < 0, values={"n": 0})
+    assert run(db_engine, Registry([done]), RunOptions()).exit_code == 0  # the ledger says complete
+    registry = Registry([done, COPY] if rng.random() < 0.5 else [COPY, done])
+    with db_engine.connect() as conn:
+        probed = pending_migrations(conn, registry, stop_at_pending=True)
+        assert [(p.name, p.remaining > 0) for p in probed] == [("copy_items", True)]
+        verdict = gate.unfinished(conn, registry, {"already_done": ["r3"], "copy_items": ["r3"]})
+        assert {(p.name, p.state) for p in verdict} == {("copy_items", "never run"), ("already_done", "not checked")}
+        assert "not checked" in " ".join(p.describe() for p in verdict)
+        # A --force record counts every required migration exactly: nothing is skipped.
+        forced = gate.unfinished(conn, registry, {"already_done": ["r3"], "copy_items": ["r3"]}, exact=True)
+        assert [(p.name, p.estimated) for p in forced] == [("copy_items", False)]
+    run(db_engine, registry, RunOptions())
+    with db_engine.connect() as conn:
+        assert {p.name: p.remaining for p in pending_migrations(conn, registry, stop_at_pending=True)} == \
+            {"already_done": 0, "copy_items": 0}  # nothing pending: every migration was proven complete
+        assert gate.unfinished(conn, registry, {"already_done": ["r3"], "copy_items": ["r3"]}) == []
