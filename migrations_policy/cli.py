@@ -175,7 +175,9 @@ DBSYNC_COMMANDS: list[CommandSpec] = [
         lambda args: commands.check(_project(args)),
         description="Report what the next step of the rolling upgrade is, as an exit code (glance's "
                     "convention). Refuses (exit 2) when expand is pending but object rows still carry NULL or "
-                    "unaccepted versions (the previous upgrade's data migrations are not finished).",
+                    "unaccepted versions (the previous upgrade's data migrations are not finished). It reads only "
+                    "what decides the code: the first pending row of the first unfinished data migration (its "
+                    "JSON leaves out the rest: gate null); dbsync status shows everything.",
         exit_codes={
             0: "nothing to do: schema at head, data migrations complete",
             2: "error: unreachable database, bad configuration, or unfinished object versions (one line)",

@@ -214,6 +214,7 @@ def start_mariadb() -> Server:
     proc = subprocess.Popen(
         [mariadbd, "--no-defaults", f"--datadir={data}", f"--socket={sock}", f"--port={port}",
          "--bind-address=127.0.0.1", f"--pid-file={directory / 'mysqld.pid'}", f"--log-error={log}",
+         f"--tmpdir={directory}",  # its own: a shared /tmp being cleaned broke big anti-joins (Errcode 2)
          "--skip-name-resolve", "--skip-log-bin", "--innodb-buffer-pool-size=256M",
          "--innodb-flush-log-at-trx-commit=0", "--innodb-doublewrite=0", "--max-connections=300",
          "--character-set-server=utf8mb4", "--collation-server=utf8mb4_general_ci"],
