@@ -80,10 +80,14 @@ class GateVerdict:
     missing_expand: list[tuple[str, str]] = field(default_factory=list)  # (contract rev, expand rev it needs)
     #: Defects of the scripts themselves, which ``--force`` does not override: "path: why".
     defects: list[str] = field(default_factory=list)
+    #: Revisions to be stamped whose requirements could not be read by running them offline.
+    unjudged: list[str] = field(default_factory=list)
+    #: Every data migration the judged revisions require: {name: [requiring revisions]}.
+    required: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def allowed(self) -> bool:
-        return not self.pending and not self.missing_expand and not self.defects
+        return not (self.pending or self.missing_expand or self.defects or self.unjudged)
 
     @property
     def forceable(self) -> bool:
@@ -97,12 +101,13 @@ class GateVerdict:
                          "required_by": p.required_by} for p in self.pending],
             "missing_expand": [{"revision": c, "needs": e} for c, e in self.missing_expand],
             "defects": self.defects,
+            "unjudged": self.unjudged,
         }
 
     def summary(self) -> str:
         parts = []
-        if self.defects:
-            parts.append(f"{len(self.defects)} revision(s) cannot be judged")
+        if self.defects or self.unjudged:
+            parts.append(f"{len(self.defects) + len(self.unjudged)} revision(s) cannot be judged")
         if self.pending:
             parts.append(f"{len(self.pending)} data migration(s) not complete")
         if self.missing_expand:
@@ -118,7 +123,7 @@ class GateRefused(CommandError):
     def __init__(self, verdict: GateVerdict, how_to_finish: str):
         self.verdict = verdict
         lines = ["contract refused: " + verdict.summary()]
-        lines += [f"  - {d}" for d in verdict.defects]
+        lines += [f"  - {d}" for d in verdict.defects + verdict.unjudged]
         lines += [f"  - {p.describe()}" for p in verdict.pending]
         lines += [f"  - {c} needs expand revision {e}, which is not applied: run the expand phase first"
                   for c, e in verdict.missing_expand]
@@ -247,6 +252,38 @@ def is_gated(rev: Script, requirements: Requirements | None = None) -> bool:
     return phase_of(rev) == CONTRACT or requirements.declared
 
 
+def requirements_when_run(rev: Script, dialect_name: str) -> tuple[tuple[str, ...], str | None]:
+    """Run *rev*'s ``upgrade()`` offline (alembic's ``--sql`` mode: nothing reaches the database)
+    and return the data migrations its ``op.require_data_migrations`` calls named, however they
+    were called, with why it could not run (None when it could).
+
+    A stamp records a revision without running it, so the runtime check of the operation
+    never happens: this is how a stamp sees calls the source scan cannot (an aliased op)."""
+    import io
+
+    from alembic import op as op_module
+    from alembic.operations import Operations
+    from alembic.runtime.migration import MigrationContext
+
+    from .operations import RECORDED_REQUIREMENTS
+
+    context = MigrationContext.configure(dialect_name=dialect_name, opts={
+        "as_sql": True, "output_buffer": io.StringIO(), "literal_binds": True})
+    recorded: list[str] = context.opts.setdefault(RECORDED_REQUIREMENTS, [])
+    previous = getattr(op_module, "_proxy", None)
+    operations = Operations(context)
+    operations._install_proxy()
+    try:
+        rev.module.upgrade()
+    except Exception as exc:  # the project's script, run where it was not written to run
+        return tuple(dict.fromkeys(recorded)), f"{type(exc).__name__}: {_first_line(exc)}"
+    finally:
+        operations._remove_proxy()
+        if previous is not None:
+            previous._install_proxy()
+    return tuple(dict.fromkeys(recorded)), None
+
+
 def phase_defect(rev: Script, requirements: Requirements) -> str | None:
     """Why *rev*'s branch, directory and content disagree, as one line naming its file, or None."""
     why = revision_phase_disagreement(phase_of(rev), rev.path, requirements.declared)
@@ -269,7 +306,7 @@ def evaluate(connection: Connection, script: ScriptDirectory, revisions: list[Sc
     verdict = GateVerdict()
     applied = applied_revisions(script, current)
     fresh = not applied and schema_is_empty(connection, version_table)
-    required: dict[str, list[str]] = {}
+    required = verdict.required
     for rev in revisions:
         requirements = requirements_of(rev)
         defect = phase_defect(rev, requirements)
@@ -281,10 +318,17 @@ def evaluate(connection: Connection, script: ScriptDirectory, revisions: list[Sc
         verdict.contract_revisions.append(rev.revision)
         if fresh:
             continue  # no data to migrate, no old code running
+        names = requirements.names
+        if stamping:
+            ran, problem = requirements_when_run(rev, connection.dialect.name)
+            names = tuple(dict.fromkeys(names + ran))
+            if problem:
+                verdict.unjudged.append(f"{rev.path}: revision {rev.revision} is stamped without running, and "
+                                        f"its upgrade() cannot run offline to show what it requires ({problem})")
         for parent in () if stamping else parents(script, rev):
             if phase_of(parent) == EXPAND and parent.revision not in applied:
                 verdict.missing_expand.append((rev.revision, parent.revision))
-        for name in requirements.names:
+        for name in names:
             required.setdefault(name, []).append(rev.revision)
     verdict.pending = unfinished(connection, registry, required)
     return verdict

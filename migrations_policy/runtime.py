@@ -41,6 +41,9 @@ STATS_ATTRIBUTE = "migrations_policy.lock_stats"
 GUARD_RAN_ATTRIBUTE = "migrations_policy.guard_ran"
 #: Set by dbsync: this run must go through the guard, whatever the project's files say.
 REQUIRE_GUARD_ATTRIBUTE = "migrations_policy.require_guard"
+#: The data migrations the gate judged complete (or forced) for this run: the operation
+#: ``op.require_data_migrations`` checks again only names not among them.
+JUDGED_ATTRIBUTE = "migrations_policy.judged_requirements"
 #: Marks the step functions that are the guard (``failsafe.py`` looks for it).
 GUARD_MARK = "_migrations_policy_guard"
 #: ``alembic -x migrations_policy_force=REASON upgrade ...`` for plain alembic.
@@ -114,6 +117,7 @@ def revisions_entering(script: Any, heads: Any, steps: list) -> tuple[list, bool
 def _guard(context: Any, original: Callable) -> Callable:
     def steps_after_checks(heads, migration_context):
         context.config.attributes[GUARD_RAN_ATTRIBUTE] = True
+        context.config.attributes[JUDGED_ATTRIBUTE] = frozenset()
         steps = list(original(heads, migration_context))
         entering, stamped = revisions_entering(migration_context.script, heads, steps)
         if not entering:
@@ -133,6 +137,7 @@ def _guard(context: Any, original: Callable) -> Callable:
                     connection.rollback()
                 raise gate.GateRefused(verdict, how_to_finish(context.config))
             gate.record_force(connection, verdict, reason, command="stamp" if stamped else "upgrade")
+        context.config.attributes[JUDGED_ATTRIBUTE] = frozenset(verdict.required)
         revisions_table.create(connection, checkfirst=True)
         lock_timeout.set_session_lock_timeout(connection, settings.lock_timeout)
         if connection.in_transaction():
