@@ -158,7 +158,7 @@ def test_offline_sql_states_requirements_and_warns(expanded, capsys, backend):
     project = expanded.project()
     alembic_command.upgrade(project.alembic_config, f"{EXPAND_HEAD}:{CONTRACT_HEAD}", sql=True)
     captured = capsys.readouterr()
-    assert "-- migrations_policy: contract revision r3_drop_extra_name requires data migrations " \
+    assert "-- migrations_policy: revision r3_drop_extra_name requires data migrations " \
            "nodes_extra_to_meta, nodes_name_to_display_name, port_node_orphans" in captured.out
     assert "NOT CHECKED" in captured.out
     assert "could not check the contract gate in offline (--sql) mode" in captured.err
