@@ -24,8 +24,8 @@ from .project import Project, _one_line
 from .result import Result
 from .revisions import CONTRACT, EXPAND, PHASES, branch_statuses, current_heads
 from .runtime import FORCE_ATTRIBUTE, GUARD_RAN_ATTRIBUTE, REQUIRE_GUARD_ATTRIBUTE, STATS_ATTRIBUTE
-from .state import (CHECK_CONTRACT_ALLOWED, CHECK_DATA_PENDING, CHECK_EXPAND_PENDING, CHECK_NOTHING_TO_DO,
-                    UpgradeState, assess, object_versions_before_expand)
+from .state import (CHECK_CANNOT_APPLY, CHECK_CONTRACT_ALLOWED, CHECK_DATA_PENDING, CHECK_EXPAND_PENDING,
+                    CHECK_NOTHING_TO_DO, UpgradeState, assess, object_versions_before_expand)
 
 
 def _alembic(fn, *args, **kwargs) -> None:
@@ -122,6 +122,9 @@ class StatusResult(Result):
         for m in state.data_migrations:
             remaining = "n/a (table or columns absent)" if m.remaining is None else f"{m.remaining:,} remaining"
             lines.append(f"  {m.name}: {remaining}, {m.state}")
+        if state.verdict.defects:
+            lines.append("cannot be applied as they stand (fix the scripts):")
+            lines.extend(f"  {defect}" for defect in state.verdict.defects)
         if state.branches[CONTRACT].pending:
             lines.append("contract: " + ("allowed" if state.contract_allowed else "refused by the gate"))
             lines.extend(f"  {p.describe()}" for p in state.verdict.pending)
@@ -143,6 +146,8 @@ class CheckResult(StatusResult):
         return {"exit_code": self.exit_code, "meaning": CHECK_MEANINGS[self.exit_code], **super().to_dict()}
 
     def text(self) -> str:
+        if self.exit_code == CHECK_CANNOT_APPLY:
+            return "; ".join([CHECK_MEANINGS[self.exit_code], *self.state.verdict.defects])
         return CHECK_MEANINGS[self.exit_code]
 
 
@@ -151,6 +156,7 @@ CHECK_MEANINGS = {
     CHECK_EXPAND_PENDING: "expand pending: run dbsync upgrade --expand",
     CHECK_DATA_PENDING: "data migrations pending: run dbsync online_data_migrations",
     CHECK_CONTRACT_ALLOWED: "contract pending and allowed: run dbsync upgrade --contract",
+    CHECK_CANNOT_APPLY: "a pending revision cannot be applied as it stands",
 }
 
 
