@@ -84,17 +84,25 @@ def how_to_finish(config: Any) -> str:
             "To override (recorded in the ledger): dbsync upgrade --contract --force")
 
 
-def _annotate_offline(migration_context: Any, revisions: list) -> None:
-    needs = [(rev.revision, gate.requirements_of(rev)) for rev in revisions]
-    needs = [(rev, req) for rev, req in needs if req.declared]
-    for rev, req in needs:
-        names = ", ".join(req.names + req.unresolved)
-        migration_context.impl.static_output(
-            f"-- migrations_policy: revision {rev} requires data migrations {names} "
-            "to be complete. NOT CHECKED: offline (--sql) mode cannot see the database.")
-    if needs:
-        print("WARNING: migrations_policy could not check the contract gate in offline (--sql) mode; "
-              "its requirements are written as comments in the SQL", file=sys.stderr)
+def _annotate_offline(context: Any, migration_context: Any, revisions: list) -> None:
+    """Offline (``--sql``): the SQL starts with statements that fail, when it is run, while a
+    required data migration is pending (``offline_guard.py``)."""
+    from . import offline_guard
+
+    required: dict[str, list[str]] = {}
+    for rev in revisions:
+        requirements = gate.requirements_of(rev)
+        if requirements.unresolved:
+            raise gate.GateRefused(gate.GateVerdict(defects=list(requirements.unresolved)), "")
+        for name in requirements.names:
+            required.setdefault(name, []).append(rev.revision)
+    if not required:
+        return
+    registry = load_registry(context.config, project_settings(context.config))
+    for line in offline_guard.guard_lines(migration_context.dialect, required, registry):
+        migration_context.impl.static_output(line)
+    print("WARNING: migrations_policy cannot see the database in offline (--sql) mode: the SQL starts with "
+          "statements that fail while a required data migration is incomplete", file=sys.stderr)
 
 
 def revisions_entering(script: Any, heads: Any, steps: list) -> tuple[list, bool]:
@@ -123,7 +131,7 @@ def _guard(context: Any, original: Callable) -> Callable:
         if not entering:
             return steps
         if migration_context.as_sql:
-            _annotate_offline(migration_context, entering)
+            _annotate_offline(context, migration_context, entering)
             return steps
         connection = migration_context.connection
         settings = project_settings(context.config)
