@@ -153,6 +153,9 @@ class Requirements:
 
 
 _REQUIRE_OP = "require_data_migrations"
+#: ``MigrationContext.opts`` key under which an offline run of ``op.require_data_migrations``
+#: collects the names it was given (``requirements_when_run`` reads it).
+RECORDED_REQUIREMENTS = "migrations_policy.recorded_requirements"
 
 
 def _names_from(value: Any) -> list[str] | None:
@@ -264,8 +267,6 @@ def requirements_when_run(rev: Script, dialect_name: str) -> tuple[tuple[str, ..
     from alembic import op as op_module
     from alembic.operations import Operations
     from alembic.runtime.migration import MigrationContext
-
-    from .operations import RECORDED_REQUIREMENTS
 
     context = MigrationContext.configure(dialect_name=dialect_name, opts={
         "as_sql": True, "output_buffer": io.StringIO(), "literal_binds": True})

@@ -17,10 +17,6 @@ from __future__ import annotations
 
 from alembic.operations import MigrateOperation, Operations
 
-#: ``MigrationContext.opts`` key under which an offline run collects the names required
-#: (``gate.requirements_when_run`` reads it).
-RECORDED_REQUIREMENTS = "migrations_policy.recorded_requirements"
-
 
 @Operations.register_operation("require_data_migrations")
 class RequireDataMigrationsOp(MigrateOperation):
@@ -45,6 +41,8 @@ def _require_data_migrations(operations: Operations, operation: RequireDataMigra
     ctx = operations.migration_context
     names = ", ".join(operation.names)
     if ctx.as_sql:
+        from .gate import RECORDED_REQUIREMENTS
+
         recorded = ctx.opts.get(RECORDED_REQUIREMENTS)
         if recorded is not None:
             recorded.extend(operation.names)
