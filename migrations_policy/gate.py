@@ -51,6 +51,7 @@ from alembic.util import CommandError
 from sqlalchemy.engine import Connection
 
 from .framework_tables import gate_overrides_table, is_framework_table
+from .offline_run import first_line
 from .policy.phases import revision_phase_disagreement
 from .revisions import CONTRACT, EXPAND, applied_revisions, parents, phase_of
 
@@ -153,9 +154,6 @@ class Requirements:
 
 
 _REQUIRE_OP = "require_data_migrations"
-#: ``MigrationContext.opts`` key under which an offline run of ``op.require_data_migrations``
-#: collects the names it was given (``requirements_when_run`` reads it).
-RECORDED_REQUIREMENTS = "migrations_policy.recorded_requirements"
 
 
 def _names_from(value: Any) -> list[str] | None:
@@ -186,7 +184,7 @@ def _evaluate_argument(node: ast.expr, namespace: dict[str, Any], where: str) ->
         value = eval(compile(ast.Expression(expression), where, "eval"), dict(namespace))  # noqa: S307
     except Exception as exc:  # the project's own expression: anything can go wrong
         return [], (f"{where}: op.{_REQUIRE_OP}({ast.unparse(node)}) cannot be evaluated before the revision "
-                    f"runs ({type(exc).__name__}: {_first_line(exc)}); use literals or a module-level "
+                    f"runs ({type(exc).__name__}: {first_line(exc)}); use literals or a module-level "
                     "constant, or declare requires_data_migrations = (...)")
     if starred:
         iterable = isinstance(value, Iterable) and not isinstance(value, (str, bytes))
@@ -196,14 +194,6 @@ def _evaluate_argument(node: ast.expr, namespace: dict[str, Any], where: str) ->
     if names is None:
         return [], f"{where}: op.{_REQUIRE_OP}({ast.unparse(node)}) is {value!r:.60}, not data migration names"
     return names, None
-
-
-def _first_line(exc: BaseException) -> str:
-    try:
-        text = str(exc)
-    except Exception:  # an exception whose __str__ raises
-        text = ""
-    return (text.strip().splitlines() or [""])[0][:200]
 
 
 def requirements_of(rev: Script) -> Requirements:
@@ -231,7 +221,7 @@ def requirements_of(rev: Script) -> Requirements:
         # alembic imported the module, so its source should parse: fail closed if it does not.
         return Requirements(tuple(dict.fromkeys(names)),
                             tuple(unresolved) + (f"{path}: source cannot be read to find its requirements "
-                                                 f"({_first_line(exc)})",))
+                                                 f"({first_line(exc)})",))
     namespace = vars(module)
     for node in ast.walk(tree):
         if not _is_require_call(node):
@@ -256,33 +246,18 @@ def is_gated(rev: Script, requirements: Requirements | None = None) -> bool:
 
 
 def requirements_when_run(rev: Script, dialect_name: str) -> tuple[tuple[str, ...], str | None]:
-    """Run *rev*'s ``upgrade()`` offline (alembic's ``--sql`` mode: nothing reaches the database)
-    and return the data migrations its ``op.require_data_migrations`` calls named, however they
-    were called, with why it could not run (None when it could).
+    """Run *rev*'s ``upgrade()`` offline (nothing reaches the database) and return the data
+    migrations its ``op.require_data_migrations`` calls named, however they were called, with
+    why it could not run to the end (None when it could).
 
     A stamp records a revision without running it, so the runtime check of the operation
     never happens: this is how a stamp sees calls the source scan cannot (an aliased op)."""
-    import io
+    from .offline_run import record_operations
+    from .requirement_op import RequireDataMigrationsOp
 
-    from alembic import op as op_module
-    from alembic.operations import Operations
-    from alembic.runtime.migration import MigrationContext
-
-    context = MigrationContext.configure(dialect_name=dialect_name, opts={
-        "as_sql": True, "output_buffer": io.StringIO(), "literal_binds": True})
-    recorded: list[str] = context.opts.setdefault(RECORDED_REQUIREMENTS, [])
-    previous = getattr(op_module, "_proxy", None)
-    operations = Operations(context)
-    operations._install_proxy()
-    try:
-        rev.module.upgrade()
-    except Exception as exc:  # the project's script, run where it was not written to run
-        return tuple(dict.fromkeys(recorded)), f"{type(exc).__name__}: {_first_line(exc)}"
-    finally:
-        operations._remove_proxy()
-        if previous is not None:
-            previous._install_proxy()
-    return tuple(dict.fromkeys(recorded)), None
+    operations, problem = record_operations(rev.module.upgrade, dialect_name)
+    names = [n for o in operations if isinstance(o, RequireDataMigrationsOp) for n in o.names]
+    return tuple(dict.fromkeys(names)), problem
 
 
 def phase_defect(rev: Script, requirements: Requirements) -> str | None:
@@ -310,6 +285,15 @@ def evaluate(connection: Connection, script: ScriptDirectory, revisions: list[Sc
     required = verdict.required
     for rev in revisions:
         requirements = requirements_of(rev)
+        if stamping and not fresh:
+            # A stamp never runs the revision, so the operation's own check never happens: run its
+            # upgrade() offline to see every requirement, however it is called.  What cannot be
+            # run offline cannot be judged (forceable: adopting an existing database, say).
+            ran, problem = requirements_when_run(rev, connection.dialect.name)
+            requirements = Requirements(tuple(dict.fromkeys(requirements.names + ran)), requirements.unresolved)
+            if problem:
+                verdict.unjudged.append(f"{rev.path}: revision {rev.revision} is stamped without running, and "
+                                        f"its upgrade() cannot run offline to show what it requires ({problem})")
         defect = phase_defect(rev, requirements)
         if defect:
             verdict.defects.append(defect)
@@ -319,17 +303,10 @@ def evaluate(connection: Connection, script: ScriptDirectory, revisions: list[Sc
         verdict.contract_revisions.append(rev.revision)
         if fresh:
             continue  # no data to migrate, no old code running
-        names = requirements.names
-        if stamping:
-            ran, problem = requirements_when_run(rev, connection.dialect.name)
-            names = tuple(dict.fromkeys(names + ran))
-            if problem:
-                verdict.unjudged.append(f"{rev.path}: revision {rev.revision} is stamped without running, and "
-                                        f"its upgrade() cannot run offline to show what it requires ({problem})")
         for parent in () if stamping else parents(script, rev):
             if phase_of(parent) == EXPAND and parent.revision not in applied:
                 verdict.missing_expand.append((rev.revision, parent.revision))
-        for name in names:
+        for name in requirements.names:
             required.setdefault(name, []).append(rev.revision)
     verdict.pending = unfinished(connection, registry, required)
     return verdict

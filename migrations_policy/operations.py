@@ -15,25 +15,12 @@ module's namespace).  When the operation itself runs:
 
 from __future__ import annotations
 
-from alembic.operations import MigrateOperation, Operations
+from alembic.operations import Operations
+
+from .requirement_op import RequireDataMigrationsOp
 
 
-@Operations.register_operation("require_data_migrations")
-class RequireDataMigrationsOp(MigrateOperation):
-    """Declare that this (contract) revision needs the named data migrations complete."""
-
-    def __init__(self, *names: str) -> None:
-        if not names or not all(isinstance(n, str) and n for n in names):
-            raise ValueError("require_data_migrations() takes one or more data migration names")
-        self.names = names
-
-    @classmethod
-    def require_data_migrations(cls, operations: Operations, *names: str) -> None:
-        """``op.require_data_migrations("nodes_extra_to_meta", ...)``"""
-        return operations.invoke(cls(*names))
-
-    def reverse(self) -> "RequireDataMigrationsOp":
-        return RequireDataMigrationsOp(*self.names)
+Operations.register_operation("require_data_migrations")(RequireDataMigrationsOp)
 
 
 @Operations.implementation_for(RequireDataMigrationsOp)
@@ -41,11 +28,6 @@ def _require_data_migrations(operations: Operations, operation: RequireDataMigra
     ctx = operations.migration_context
     names = ", ".join(operation.names)
     if ctx.as_sql:
-        from .gate import RECORDED_REQUIREMENTS
-
-        recorded = ctx.opts.get(RECORDED_REQUIREMENTS)
-        if recorded is not None:
-            recorded.extend(operation.names)
         ctx.impl.static_output(f"-- migrations_policy: requires data migrations {names} to be complete "
                                "(NOT CHECKED in offline mode)")
         return
