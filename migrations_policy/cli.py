@@ -131,6 +131,12 @@ def _configure_stamp(parser: argparse.ArgumentParser) -> None:
     _add_force_options(parser, "stamp a revision whose data migrations are not complete")
 
 
+def _configure_rollback(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dry-run", action="store_true", help="print the plan (revisions, drops, rows at risk) "
+                                                               "and change nothing")
+    _add_force_options(parser, "drop even the rows whose only copy is in a dropped column or table")
+
+
 DBSYNC_COMMANDS: list[CommandSpec] = [
     CommandSpec(
         "upgrade",
@@ -179,8 +185,25 @@ DBSYNC_COMMANDS: list[CommandSpec] = [
         _configure_stamp,
         lambda args: commands.stamp(_project(args), args.revisions, purge=args.purge,
                                     force=_force_reason(args, "stamp")),
+        exit_codes={**COMMON_EXIT_CODES, 4: "refused by the gate: a stamped revision's data migrations are not "
+                                            "complete (--force records it), or env.py is not wired to the gate"},
+    ),
+    CommandSpec(
+        "rollback",
+        "revert the expand revisions applied since the last contract (before the release's contract runs)",
+        _configure_rollback,
+        lambda args: commands.rollback(_project(args), dry_run=args.dry_run, force=_force_reason(args, "rollback")),
+        description="Returns the database to the last completed release: reverts, newest first, the expand "
+                    "revisions applied since the last contract (their downgrade() through env.py, with the "
+                    "same lock timeouts and retries as upgrade), then forgets the ledger entries of the data "
+                    "migrations whose table or columns went with them. Before dropping anything it counts the "
+                    "rows whose only copy is in a dropped column or table and refuses unless --force.",
+        exit_codes={**COMMON_EXIT_CODES,
+                    4: "refused: the release's contract has run, or rows would be lost (use --force), "
+                       "or env.py is not wired to the gate"},
     ),
 ]
+
 
 # -- online data migrations (migrations_policy.data) ----------------------------
 def _number(kind, allow_zero: bool = False):

@@ -270,6 +270,57 @@ def stamp(project: Project, revisions: list[str], purge: bool = False, force: st
     return UpgradeResult(phases=["stamp"], before=before, after=after)
 
 
+# -- rollback ---------------------------------------------------------------------------
+@dataclass
+class RollbackResult(Result):
+    plan: Any = None
+    dry_run: bool = False
+    before: list[str] = field(default_factory=list)
+    after: list[str] = field(default_factory=list)
+    #: Data migrations whose ledger entries went with their columns.
+    forgotten: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"dry_run": self.dry_run, "plan": self.plan.to_dict(), "before": self.before, "after": self.after,
+                "forgotten_ledger_entries": self.forgotten}
+
+    def text(self) -> str:
+        if self.dry_run:
+            return "\n".join(["rollback (dry run, nothing changed): would " + self.plan.lines()[0],
+                               *self.plan.lines()[1:]])
+        lines = [f"rolled back: {', '.join(self.before)} -> {', '.join(self.after) or 'base'}", *self.plan.lines()]
+        if self.forgotten:
+            lines.append(f"ledger entries forgotten: {', '.join(self.forgotten)}")
+        return "\n".join(lines)
+
+
+def rollback(project: Project, dry_run: bool = False, force: str | None = None) -> RollbackResult:
+    """Revert the expand revisions applied since the last contract (``rollback.py``)."""
+    from . import rollback as rolling_back
+    from .data.command import project_registry
+    from .gate import record_override
+
+    registry = project_registry(project)
+    with project.connect() as conn:
+        heads = current_heads(conn)
+        plan = rolling_back.plan(conn, project.script, heads, registry)
+        result = RollbackResult(plan=plan, dry_run=dry_run, before=sorted(heads), after=sorted(heads))
+        if dry_run:
+            return result
+        if plan.at_risk or plan.unknown:
+            if not force:
+                lost = "; ".join([r.describe() for r in plan.at_risk] + [f"unknown: {u}" for u in plan.unknown])
+                raise PolicyError(f"rollback refused: {plan.rows_at_risk:,} row(s) would be lost with the revisions "
+                                  f"{', '.join(plan.revisions)} ({lost}); rerun with --force --reason ... to drop "
+                                  "them anyway (recorded)", exit_code=rolling_back.EXIT_REFUSED)
+            record_override(conn, "rollback", force, plan.revisions,
+                            [{"migration": None, "remaining": plan.rows_at_risk}])
+        _run_alembic_on(project, conn, alembic_command.downgrade, plan.target)
+        result.forgotten = rolling_back.forget_ledger_entries(conn, registry)
+        result.after = sorted(current_heads(conn))
+    return result
+
+
 # -- online data migrations ---------------------------------------------------------
 @dataclass
 class DataMigrationsResult(Result):

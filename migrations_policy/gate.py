@@ -345,19 +345,30 @@ def forced_by() -> str:
     return f"{user}@{socket.gethostname()}"
 
 
+def record_override(connection: Connection, command: str, reason: str, revisions: list[str],
+                    rows: list[dict[str, Any]]) -> str:
+    """Append one ``migrations_policy_gate_overrides`` row per entry of *rows* ({"migration", "remaining"})
+    for a forced *command* over *revisions*, committed; return who forced it."""
+    from .data import ledger
+
+    who = forced_by()
+    gate_overrides_table.create(connection, checkfirst=True)
+    connection.execute(sa.insert(gate_overrides_table), [
+        {"forced_at": ledger.utcnow(), "forced_by": who[:255], "reason": reason or None, "command": command,
+         "revisions": ",".join(revisions), **row} for row in rows])
+    if connection.in_transaction():
+        connection.commit()
+    return who
+
+
 def record_force(connection: Connection, verdict: GateVerdict, reason: str, command: str = "upgrade") -> None:
     """Keep the override in ``migrations_policy_gate_overrides`` (one row per forced migration,
     never overwritten), mark the ledger's rows, and say so loudly on stderr."""
     from .data import ledger
 
-    who = forced_by()
-    now = ledger.utcnow()
-    gate_overrides_table.create(connection, checkfirst=True)
     rows = [{"migration": p.name, "remaining": p.remaining} for p in verdict.pending] or \
         [{"migration": None, "remaining": None}]
-    connection.execute(sa.insert(gate_overrides_table), [
-        {"forced_at": now, "forced_by": who[:255], "reason": reason or None, "command": command,
-         "revisions": ",".join(verdict.contract_revisions), **row} for row in rows])
+    who = record_override(connection, command, reason, verdict.contract_revisions, rows)
     for pending in verdict.pending:
         ledger.record_forced(connection, pending.name, remaining=pending.remaining, reason=reason, forced_by=who)
     if connection.in_transaction():

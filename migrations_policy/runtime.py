@@ -22,6 +22,8 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import uuid
+from datetime import datetime, timezone
 from typing import Any, Callable
 
 import sqlalchemy as sa
@@ -29,7 +31,7 @@ from alembic.runtime.migration import RevisionStep, StampStep
 
 from . import gate, lock_timeout
 from .config import Settings, load_settings
-from .framework_tables import REVISIONS_TABLE, revisions_table  # noqa: F401  (re-exported)
+from .framework_tables import REVISIONS_TABLE, revision_history_table, revisions_table  # noqa: F401
 from .revisions import applied_revisions, phase_of
 
 log = logging.getLogger(__name__)
@@ -44,6 +46,8 @@ REQUIRE_GUARD_ATTRIBUTE = "migrations_policy.require_guard"
 #: The data migrations the gate judged complete (or forced) for this run: the operation
 #: ``op.require_data_migrations`` checks again only names not among them.
 JUDGED_ATTRIBUTE = "migrations_policy.judged_requirements"
+#: ``MigrationContext.opts`` key: (this run's id, whether it started on an empty version table).
+RUN_OPTION = "migrations_policy.run"
 #: Marks the step functions that are the guard (``failsafe.py`` looks for it).
 GUARD_MARK = "_migrations_policy_guard"
 #: ``alembic -x migrations_policy_force=REASON upgrade ...`` for plain alembic.
@@ -128,25 +132,19 @@ def _guard(context: Any, original: Callable) -> Callable:
         context.config.attributes[JUDGED_ATTRIBUTE] = frozenset()
         steps = list(original(heads, migration_context))
         entering, stamped = revisions_entering(migration_context.script, heads, steps)
-        if not entering:
-            return steps
         if migration_context.as_sql:
-            _annotate_offline(context, migration_context, entering)
+            if entering:
+                _annotate_offline(context, migration_context, entering)
             return steps
+        if not steps:
+            return steps
+        migration_context.opts[RUN_OPTION] = (uuid.uuid4().hex, not heads)
         connection = migration_context.connection
         settings = project_settings(context.config)
-        verdict = gate.evaluate(connection, migration_context.script, entering, heads,
-                                load_registry(context.config, settings), migration_context.version_table,
-                                stamping=stamped)
-        if not verdict.allowed:
-            reason = force_reason(context)
-            if reason is None or not verdict.forceable:
-                if connection.in_transaction():
-                    connection.rollback()
-                raise gate.GateRefused(verdict, how_to_finish(context.config))
-            gate.record_force(connection, verdict, reason, command="stamp" if stamped else "upgrade")
-        context.config.attributes[JUDGED_ATTRIBUTE] = frozenset(verdict.required)
+        if entering:
+            _judge(context, migration_context, heads, entering, stamped, settings)
         revisions_table.create(connection, checkfirst=True)
+        revision_history_table.create(connection, checkfirst=True)
         lock_timeout.set_session_lock_timeout(connection, settings.lock_timeout)
         if connection.in_transaction():
             connection.commit()
@@ -158,8 +156,26 @@ def _guard(context: Any, original: Callable) -> Callable:
     return steps_after_checks
 
 
+def _judge(context: Any, migration_context: Any, heads: Any, entering: list, stamped: bool,
+           settings: Settings) -> None:
+    """The gate on the revisions entering the database: refuse, or record a force."""
+    connection = migration_context.connection
+    verdict = gate.evaluate(connection, migration_context.script, entering, heads,
+                            load_registry(context.config, settings), migration_context.version_table,
+                            stamping=stamped)
+    if not verdict.allowed:
+        reason = force_reason(context)
+        if reason is None or not verdict.forceable:
+            if connection.in_transaction():
+                connection.rollback()
+            raise gate.GateRefused(verdict, how_to_finish(context.config))
+        gate.record_force(connection, verdict, reason, command="stamp" if stamped else "upgrade")
+    context.config.attributes[JUDGED_ATTRIBUTE] = frozenset(verdict.required)
+
+
 def _record_phase(ctx, step, heads, run_args) -> None:
-    """on_version_apply: keep ``migrations_policy_revisions`` in step with the version table."""
+    """on_version_apply: keep ``migrations_policy_revisions`` in step with the version table, and
+    append the step to ``migrations_policy_revision_history`` (``dbsync rollback`` reads it)."""
     if ctx.as_sql or ctx.connection is None or not sa.inspect(ctx.connection).has_table(REVISIONS_TABLE):
         return
     script = ctx.script
@@ -167,10 +183,16 @@ def _record_phase(ctx, step, heads, run_args) -> None:
     ids = [i for i in ids if i]
     if not ids:
         return
+    phases = {i: phase_of(script.get_revision(i)) for i in ids}
     ctx.connection.execute(sa.delete(revisions_table).where(revisions_table.c.revision.in_(ids)))
     if step.is_upgrade:
-        ctx.connection.execute(sa.insert(revisions_table), [
-            {"revision": i, "phase": phase_of(script.get_revision(i))} for i in ids])
+        ctx.connection.execute(sa.insert(revisions_table), [{"revision": i, "phase": phases[i]} for i in ids])
+    action = "stamp" if step.is_stamp else "upgrade" if step.is_upgrade else "downgrade"
+    now = datetime.now(timezone.utc).replace(tzinfo=None)
+    run, from_base = ctx.opts.get(RUN_OPTION) or (uuid.uuid4().hex, False)
+    ctx.connection.execute(sa.insert(revision_history_table), [
+        {"revision": i, "phase": phases[i], "action": action, "at": now, "run": run, "from_base": from_base}
+        for i in ids])
 
 
 def guard_options(context: Any) -> dict[str, Any]:
