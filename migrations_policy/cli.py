@@ -266,6 +266,35 @@ DBSYNC_COMMANDS.append(CommandSpec(
 ))
 
 
+def _run_prune(args: argparse.Namespace) -> commands.Result:
+    from .data.report import TerminalProgress
+
+    progress = TerminalProgress(sys.stderr) if sys.stderr.isatty() else None
+    return commands.prune(
+        _project(args), batch_size=args.batch_size, batch_seconds=args.batch_seconds, max_count=args.max_count,
+        sleep=args.sleep, workers=args.workers, migrations=args.migration, options=args.option, progress=progress,
+    )
+
+
+DBSYNC_COMMANDS.append(CommandSpec(
+    "prune",
+    "delete the rows the project declares prunable, in batches, children first",
+    _configure_online_data_migrations,
+    _run_prune,
+    usage_exit_code=127,
+    description="Delete the rows of each Prune declared in the data_migrations modules (soft-deleted before a "
+                "date, say), optionally copying them to a shadow table first, on the data-migration runner: "
+                "the same batches, throttling, ledger, report and exit codes; --migration selects prunes by "
+                "name. Rows another table still references are kept and reported.",
+    exit_codes={
+        0: "every prune is complete",
+        1: "--max-count reached and rows remain: run again",
+        2: "a prune failed (the others still ran), or a configuration or database error (one line on stderr)",
+        127: "invalid arguments",
+    },
+))
+
+
 #: Commands of the developer / CI tool (``migrations-policy``).
 DEVELOPER_COMMANDS: list[CommandSpec] = []
 

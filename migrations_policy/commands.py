@@ -347,6 +347,33 @@ def online_data_migrations(project: Project, **options: Any) -> DataMigrationsRe
     return DataMigrationsResult(exit_code=report.exit_code, report=report)
 
 
+@dataclass
+class PruneResult(DataMigrationsResult):
+    """A prune run: the runner's report (``migrated`` = rows deleted) and the rows kept per prune
+    because another table still references them."""
+
+    kept: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.report.to_dict(), "kept_referenced": self.kept}
+
+    def text(self) -> str:
+        if not self.report.migrations:
+            return "no prunes are declared (Prune objects in the data_migrations modules)"
+        kept = [f"  {name}: {rows:,} row(s) kept: another table still references them"
+                for name, rows in self.kept.items() if rows]
+        return "\n".join([self.report.text(), *kept])
+
+
+def prune(project: Project, **options: Any) -> PruneResult:
+    """Delete the rows the project declares prunable, in batches, children first (``data/prune.py``).
+    Keyword arguments as ``online_data_migrations`` (``migrations`` selects prunes by name)."""
+    from .data.command import prune_for_project
+
+    report, kept = prune_for_project(project, **options)
+    return PruneResult(exit_code=report.exit_code, report=report, kept=kept)
+
+
 # -- authoring (init, check-models, revision): migrations_policy.authoring.commands
 def init(directory: str, **options: Any) -> Result:
     """``migrations-policy init DIR``: an alembic environment in the expand/contract layout."""
