@@ -142,6 +142,12 @@ def _configure_stamp(parser: argparse.ArgumentParser) -> None:
     _add_force_options(parser, "stamp a revision whose data migrations are not complete")
 
 
+def _configure_rollback(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dry-run", action="store_true", help="print the plan (revisions, drops, rows at risk) "
+                                                               "and change nothing")
+    _add_force_options(parser, "drop even the rows whose only copy is in a dropped column or table")
+
+
 DBSYNC_COMMANDS: list[CommandSpec] = [
     CommandSpec(
         "upgrade",
@@ -198,8 +204,25 @@ DBSYNC_COMMANDS: list[CommandSpec] = [
         _configure_stamp,
         lambda args: commands.stamp(_project(args), args.revisions, purge=args.purge,
                                     force=_force_reason(args, "stamp")),
+        exit_codes={**COMMON_EXIT_CODES, 4: "refused by the gate: a stamped revision's data migrations are not "
+                                            "complete (--force records it), or env.py is not wired to the gate"},
+    ),
+    CommandSpec(
+        "rollback",
+        "revert the expand revisions applied since the last contract (before the release's contract runs)",
+        _configure_rollback,
+        lambda args: commands.rollback(_project(args), dry_run=args.dry_run, force=_force_reason(args, "rollback")),
+        description="Returns the database to the last completed release: reverts, newest first, the expand "
+                    "revisions applied since the last contract (their downgrade() through env.py, with the "
+                    "same lock timeouts and retries as upgrade), then forgets the ledger entries of the data "
+                    "migrations whose table or columns went with them. Before dropping anything it counts the "
+                    "rows whose only copy is in a dropped column or table and refuses unless --force.",
+        exit_codes={**COMMON_EXIT_CODES,
+                    4: "refused: the release's contract has run, or rows would be lost (use --force), "
+                       "or env.py is not wired to the gate"},
     ),
 ]
+
 
 # -- online data migrations (migrations_policy.data) ----------------------------
 def _number(kind, allow_zero: bool = False):
@@ -263,6 +286,35 @@ DBSYNC_COMMANDS.append(CommandSpec(
            "previous release still running); stop that code, then a final run exits 0",
         127: "invalid arguments (unknown option, bad value)",
         130: "interrupted (Ctrl-C or SIGTERM): the batch in progress rolled back, the ledger says interrupted",
+    },
+))
+
+
+def _run_prune(args: argparse.Namespace) -> commands.Result:
+    from .data.report import TerminalProgress
+
+    progress = TerminalProgress(sys.stderr) if sys.stderr.isatty() else None
+    return commands.prune(
+        _project(args), batch_size=args.batch_size, batch_seconds=args.batch_seconds, max_count=args.max_count,
+        sleep=args.sleep, workers=args.workers, migrations=args.migration, options=args.option, progress=progress,
+    )
+
+
+DBSYNC_COMMANDS.append(CommandSpec(
+    "prune",
+    "delete the rows the project declares prunable, in batches, children first",
+    _configure_online_data_migrations,
+    _run_prune,
+    usage_exit_code=127,
+    description="Delete the rows of each Prune declared in the data_migrations modules (soft-deleted before a "
+                "date, say), optionally copying them to a shadow table first, on the data-migration runner: "
+                "the same batches, throttling, ledger, report and exit codes; --migration selects prunes by "
+                "name. Rows another table still references are kept and reported.",
+    exit_codes={
+        0: "every prune is complete",
+        1: "--max-count reached and rows remain: run again",
+        2: "a prune failed (the others still ran), or a configuration or database error (one line on stderr)",
+        127: "invalid arguments",
     },
 ))
 

@@ -51,6 +51,7 @@ from alembic.util import CommandError
 from sqlalchemy.engine import Connection
 
 from .framework_tables import gate_overrides_table, is_framework_table
+from .offline_run import first_line
 from .policy.phases import revision_phase_disagreement
 from .revisions import CONTRACT, EXPAND, applied_revisions, parents, phase_of
 
@@ -89,10 +90,14 @@ class GateVerdict:
     missing_expand: list[tuple[str, str]] = field(default_factory=list)  # (contract rev, expand rev it needs)
     #: Defects of the scripts themselves, which ``--force`` does not override: "path: why".
     defects: list[str] = field(default_factory=list)
+    #: Revisions to be stamped whose requirements could not be read by running them offline.
+    unjudged: list[str] = field(default_factory=list)
+    #: Every data migration the judged revisions require: {name: [requiring revisions]}.
+    required: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def allowed(self) -> bool:
-        return not self.pending and not self.missing_expand and not self.defects
+        return not (self.pending or self.missing_expand or self.defects or self.unjudged)
 
     @property
     def forceable(self) -> bool:
@@ -106,12 +111,13 @@ class GateVerdict:
                          "required_by": p.required_by} for p in self.pending],
             "missing_expand": [{"revision": c, "needs": e} for c, e in self.missing_expand],
             "defects": self.defects,
+            "unjudged": self.unjudged,
         }
 
     def summary(self) -> str:
         parts = []
-        if self.defects:
-            parts.append(f"{len(self.defects)} revision(s) cannot be judged")
+        if self.defects or self.unjudged:
+            parts.append(f"{len(self.defects) + len(self.unjudged)} revision(s) cannot be judged")
         if self.pending:
             parts.append(f"{len(self.pending)} data migration(s) not complete")
         if self.missing_expand:
@@ -127,7 +133,7 @@ class GateRefused(CommandError):
     def __init__(self, verdict: GateVerdict, how_to_finish: str):
         self.verdict = verdict
         lines = ["contract refused: " + verdict.summary()]
-        lines += [f"  - {d}" for d in verdict.defects]
+        lines += [f"  - {d}" for d in verdict.defects + verdict.unjudged]
         lines += [f"  - {p.describe()}" for p in verdict.pending]
         lines += [f"  - {c} needs expand revision {e}, which is not applied: run the expand phase first"
                   for c, e in verdict.missing_expand]
@@ -187,7 +193,7 @@ def _evaluate_argument(node: ast.expr, namespace: dict[str, Any], where: str) ->
         value = eval(compile(ast.Expression(expression), where, "eval"), dict(namespace))  # noqa: S307
     except Exception as exc:  # the project's own expression: anything can go wrong
         return [], (f"{where}: op.{_REQUIRE_OP}({ast.unparse(node)}) cannot be evaluated before the revision "
-                    f"runs ({type(exc).__name__}: {_first_line(exc)}); use literals or a module-level "
+                    f"runs ({type(exc).__name__}: {first_line(exc)}); use literals or a module-level "
                     "constant, or declare requires_data_migrations = (...)")
     if starred:
         iterable = isinstance(value, Iterable) and not isinstance(value, (str, bytes))
@@ -197,14 +203,6 @@ def _evaluate_argument(node: ast.expr, namespace: dict[str, Any], where: str) ->
     if names is None:
         return [], f"{where}: op.{_REQUIRE_OP}({ast.unparse(node)}) is {value!r:.60}, not data migration names"
     return names, None
-
-
-def _first_line(exc: BaseException) -> str:
-    try:
-        text = str(exc)
-    except Exception:  # an exception whose __str__ raises
-        text = ""
-    return (text.strip().splitlines() or [""])[0][:200]
 
 
 def requirements_of(rev: Script) -> Requirements:
@@ -232,7 +230,7 @@ def requirements_of(rev: Script) -> Requirements:
         # alembic imported the module, so its source should parse: fail closed if it does not.
         return Requirements(tuple(dict.fromkeys(names)),
                             tuple(unresolved) + (f"{path}: source cannot be read to find its requirements "
-                                                 f"({_first_line(exc)})",))
+                                                 f"({first_line(exc)})",))
     namespace = vars(module)
     for node in ast.walk(tree):
         if not _is_require_call(node):
@@ -254,6 +252,21 @@ def is_gated(rev: Script, requirements: Requirements | None = None) -> bool:
     """A revision the gate judges: on the contract branch, or declaring required data migrations."""
     requirements = requirements if requirements is not None else requirements_of(rev)
     return phase_of(rev) == CONTRACT or requirements.declared
+
+
+def requirements_when_run(rev: Script, dialect_name: str) -> tuple[tuple[str, ...], str | None]:
+    """Run *rev*'s ``upgrade()`` offline (nothing reaches the database) and return the data
+    migrations its ``op.require_data_migrations`` calls named, however they were called, with
+    why it could not run to the end (None when it could).
+
+    A stamp records a revision without running it, so the runtime check of the operation
+    never happens: this is how a stamp sees calls the source scan cannot (an aliased op)."""
+    from .offline_run import record_operations
+    from .requirement_op import RequireDataMigrationsOp
+
+    operations, problem = record_operations(rev.module.upgrade, dialect_name)
+    names = [n for o in operations if isinstance(o, RequireDataMigrationsOp) for n in o.names]
+    return tuple(dict.fromkeys(names)), problem
 
 
 def phase_defect(rev: Script, requirements: Requirements) -> str | None:
@@ -281,9 +294,18 @@ def evaluate(connection: Connection, script: ScriptDirectory, revisions: list[Sc
     verdict = GateVerdict()
     applied = applied_revisions(script, current)
     fresh = not applied and schema_is_empty(connection, version_table)
-    required: dict[str, list[str]] = {}
+    required = verdict.required
     for rev in revisions:
         requirements = requirements_of(rev)
+        if stamping and not fresh:
+            # A stamp never runs the revision, so the operation's own check never happens: run its
+            # upgrade() offline to see every requirement, however it is called.  What cannot be
+            # run offline cannot be judged (forceable: adopting an existing database, say).
+            ran, problem = requirements_when_run(rev, connection.dialect.name)
+            requirements = Requirements(tuple(dict.fromkeys(requirements.names + ran)), requirements.unresolved)
+            if problem:
+                verdict.unjudged.append(f"{rev.path}: revision {rev.revision} is stamped without running, and "
+                                        f"its upgrade() cannot run offline to show what it requires ({problem})")
         defect = phase_defect(rev, requirements)
         if defect:
             verdict.defects.append(defect)
@@ -317,7 +339,9 @@ def unfinished(connection: Connection, registry: Any, required: dict[str, list[s
     live = {p.name: p for p in known or () if p.name in registry}
     unread = [registry[name] for name in required if name in registry and name not in live]
     # A refusal needs one unfinished migration; a --force record (exact) counts every one.
-    live.update((p.name, p) for p in pending_migrations(connection, unread, exact, stop_at_pending=not exact))
+    refused = any(name not in registry or (name in live and live[name].remaining != 0) for name in required)
+    if unread and (exact or not refused):
+        live.update((p.name, p) for p in pending_migrations(connection, unread, exact, stop_at_pending=not exact))
     found = []
     for name, required_by in required.items():
         migration = live.get(name)
@@ -341,19 +365,30 @@ def forced_by() -> str:
     return f"{user}@{socket.gethostname()}"
 
 
+def record_override(connection: Connection, command: str, reason: str, revisions: list[str],
+                    rows: list[dict[str, Any]]) -> str:
+    """Append one ``migrations_policy_gate_overrides`` row per entry of *rows* ({"migration", "remaining"})
+    for a forced *command* over *revisions*, committed; return who forced it."""
+    from .data import ledger
+
+    who = forced_by()
+    gate_overrides_table.create(connection, checkfirst=True)
+    connection.execute(sa.insert(gate_overrides_table), [
+        {"forced_at": ledger.utcnow(), "forced_by": who[:255], "reason": reason or None, "command": command,
+         "revisions": ",".join(revisions), **row} for row in rows])
+    if connection.in_transaction():
+        connection.commit()
+    return who
+
+
 def record_force(connection: Connection, verdict: GateVerdict, reason: str, command: str = "upgrade") -> None:
     """Keep the override in ``migrations_policy_gate_overrides`` (one row per forced migration,
     never overwritten), mark the ledger's rows, and say so loudly on stderr."""
     from .data import ledger
 
-    who = forced_by()
-    now = ledger.utcnow()
-    gate_overrides_table.create(connection, checkfirst=True)
     rows = [{"migration": p.name, "remaining": p.remaining} for p in verdict.pending] or \
         [{"migration": None, "remaining": None}]
-    connection.execute(sa.insert(gate_overrides_table), [
-        {"forced_at": now, "forced_by": who[:255], "reason": reason or None, "command": command,
-         "revisions": ",".join(verdict.contract_revisions), **row} for row in rows])
+    who = record_override(connection, command, reason, verdict.contract_revisions, rows)
     for pending in verdict.pending:
         ledger.record_forced(connection, pending.name, remaining=pending.remaining, reason=reason, forced_by=who)
     if connection.in_transaction():

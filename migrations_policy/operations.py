@@ -7,32 +7,20 @@ revision runs (``gate.requirements_of`` evaluates the call's arguments in the
 module's namespace).  When the operation itself runs:
 
 * offline (``--sql``): it writes the requirement as an SQL comment;
-* online: it checks the live remaining counts again and refuses, whether or not
-  the gate judged the run before (a stock env.py, an aliased call the gate could
-  not see), so the revision's DDL after it never runs while its data is unmigrated.
+* online: it checks the live remaining counts itself and refuses, unless the gate
+  judged exactly these names before this run's first statement (a stock env.py,
+  an aliased call the source scan could not see: checked here), so the
+  revision's DDL after it never runs while its data is unmigrated.
 """
 
 from __future__ import annotations
 
-from alembic.operations import MigrateOperation, Operations
+from alembic.operations import Operations
+
+from .requirement_op import RequireDataMigrationsOp
 
 
-@Operations.register_operation("require_data_migrations")
-class RequireDataMigrationsOp(MigrateOperation):
-    """Declare that this (contract) revision needs the named data migrations complete."""
-
-    def __init__(self, *names: str) -> None:
-        if not names or not all(isinstance(n, str) and n for n in names):
-            raise ValueError("require_data_migrations() takes one or more data migration names")
-        self.names = names
-
-    @classmethod
-    def require_data_migrations(cls, operations: Operations, *names: str) -> None:
-        """``op.require_data_migrations("nodes_extra_to_meta", ...)``"""
-        return operations.invoke(cls(*names))
-
-    def reverse(self) -> "RequireDataMigrationsOp":
-        return RequireDataMigrationsOp(*self.names)
+Operations.register_operation("require_data_migrations")(RequireDataMigrationsOp)
 
 
 @Operations.implementation_for(RequireDataMigrationsOp)
@@ -50,11 +38,13 @@ def _check_now(ctx, environment, names: tuple[str, ...]) -> None:
     """Judge the requirement here, before the rest of this revision's DDL (a run forced past
     the gate, recorded by the env.py hook, is not refused again)."""
     from .gate import GateRefused, GateVerdict, unfinished
-    from .runtime import force_reason, how_to_finish, load_registry, project_settings
+    from .runtime import JUDGED_ATTRIBUTE, force_reason, how_to_finish, load_registry, project_settings
 
     config = environment.config if environment is not None else None
     if environment is not None and force_reason(environment) is not None:
         return
+    if config is not None and set(names) <= config.attributes.get(JUDGED_ATTRIBUTE, frozenset()):
+        return  # the gate judged exactly these before the run's first statement
     registry = load_registry(config, project_settings(config))
     verdict = GateVerdict(pending=unfinished(ctx.connection, registry, {n: ["this revision"] for n in names}))
     if not verdict.allowed:

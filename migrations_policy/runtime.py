@@ -6,15 +6,17 @@ commands hand to the migration context), so that before the first step:
 
 1. the contract gate (``gate.evaluate``) judges every revision this run will
    apply *or stamp* and refuses before any DDL, for ``dbsync`` and plain
-   ``alembic upgrade``/``stamp`` alike; in offline ``--sql`` mode it writes the
-   requirements as SQL comments and warns that it could not check them;
+   ``alembic upgrade``/``stamp`` alike; in offline ``--sql`` mode the SQL starts
+   with statements that fail, when run, while a required migration is pending
+   (``offline_guard.py``);
 2. the session gets a bounded lock timeout and every statement is retried with
    backoff when it times out on a lock (``lock_timeout.py``);
 3. an ``on_version_apply`` callback records each applied revision's phase in
    ``migrations_policy_revisions``, so ``assert_schema_compatible`` can tell an
-   unknown expand revision (fine for older code) from an unknown contract one.
+   unknown expand revision (fine for older code) from an unknown contract one,
+   and appends it to ``migrations_policy_revision_history`` (``dbsync rollback``).
 
-An env.py that does not pass these options is caught by ``failsafe.py``.
+Downgrades get the lock timeouts and retries too.  An env.py that does not pass these options is caught by ``failsafe.py``.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import uuid
+from datetime import datetime, timezone
 from typing import Any, Callable
 
 import sqlalchemy as sa
@@ -29,7 +33,7 @@ from alembic.runtime.migration import RevisionStep, StampStep
 
 from . import gate, lock_timeout
 from .config import Settings, load_settings
-from .framework_tables import REVISIONS_TABLE, revisions_table  # noqa: F401  (re-exported)
+from .framework_tables import REVISIONS_TABLE, revision_history_table, revisions_table  # noqa: F401
 from .revisions import applied_revisions, phase_of
 
 log = logging.getLogger(__name__)
@@ -41,6 +45,11 @@ STATS_ATTRIBUTE = "migrations_policy.lock_stats"
 GUARD_RAN_ATTRIBUTE = "migrations_policy.guard_ran"
 #: Set by dbsync: this run must go through the guard, whatever the project's files say.
 REQUIRE_GUARD_ATTRIBUTE = "migrations_policy.require_guard"
+#: The data migrations the gate judged complete (or forced) for this run: the operation
+#: ``op.require_data_migrations`` checks again only names not among them.
+JUDGED_ATTRIBUTE = "migrations_policy.judged_requirements"
+#: ``MigrationContext.opts`` key: (this run's id, whether it started on an empty version table).
+RUN_OPTION = "migrations_policy.run"
 #: Marks the step functions that are the guard (``failsafe.py`` looks for it).
 GUARD_MARK = "_migrations_policy_guard"
 #: ``alembic -x migrations_policy_force=REASON upgrade ...`` for plain alembic.
@@ -82,17 +91,25 @@ def how_to_finish(config: Any) -> str:
             "To override (recorded in the ledger): dbsync upgrade --contract --force")
 
 
-def _annotate_offline(migration_context: Any, revisions: list) -> None:
-    needs = [(rev.revision, gate.requirements_of(rev)) for rev in revisions]
-    needs = [(rev, req) for rev, req in needs if req.declared]
-    for rev, req in needs:
-        names = ", ".join(req.names + req.unresolved)
-        migration_context.impl.static_output(
-            f"-- migrations_policy: revision {rev} requires data migrations {names} "
-            "to be complete. NOT CHECKED: offline (--sql) mode cannot see the database.")
-    if needs:
-        print("WARNING: migrations_policy could not check the contract gate in offline (--sql) mode; "
-              "its requirements are written as comments in the SQL", file=sys.stderr)
+def _annotate_offline(context: Any, migration_context: Any, revisions: list) -> None:
+    """Offline (``--sql``): the SQL starts with statements that fail, when it is run, while a
+    required data migration is pending (``offline_guard.py``)."""
+    from . import offline_guard
+
+    required: dict[str, list[str]] = {}
+    for rev in revisions:
+        requirements = gate.requirements_of(rev)
+        if requirements.unresolved:
+            raise gate.GateRefused(gate.GateVerdict(defects=list(requirements.unresolved)), "")
+        for name in requirements.names:
+            required.setdefault(name, []).append(rev.revision)
+    if not required:
+        return
+    registry = load_registry(context.config, project_settings(context.config))
+    for line in offline_guard.guard_lines(migration_context.dialect, required, registry):
+        migration_context.impl.static_output(line)
+    print("WARNING: migrations_policy cannot see the database in offline (--sql) mode: the SQL starts with "
+          "statements that fail while a required data migration is incomplete", file=sys.stderr)
 
 
 def revisions_entering(script: Any, heads: Any, steps: list) -> tuple[list, bool]:
@@ -115,26 +132,22 @@ def revisions_entering(script: Any, heads: Any, steps: list) -> tuple[list, bool
 def _guard(context: Any, original: Callable) -> Callable:
     def steps_after_checks(heads, migration_context):
         context.config.attributes[GUARD_RAN_ATTRIBUTE] = True
+        context.config.attributes[JUDGED_ATTRIBUTE] = frozenset()
         steps = list(original(heads, migration_context))
         entering, stamped = revisions_entering(migration_context.script, heads, steps)
-        if not entering:
-            return steps
         if migration_context.as_sql:
-            _annotate_offline(migration_context, entering)
+            if entering:
+                _annotate_offline(context, migration_context, entering)
             return steps
+        if not steps:
+            return steps
+        migration_context.opts[RUN_OPTION] = (uuid.uuid4().hex, not heads)
         connection = migration_context.connection
         settings = project_settings(context.config)
-        reason = force_reason(context)
-        verdict = gate.evaluate(connection, migration_context.script, entering, heads,
-                                load_registry(context.config, settings), migration_context.version_table,
-                                stamping=stamped, exact=reason is not None)  # a --force record counts exactly
-        if not verdict.allowed:
-            if reason is None or not verdict.forceable:
-                if connection.in_transaction():
-                    connection.rollback()
-                raise gate.GateRefused(verdict, how_to_finish(context.config))
-            gate.record_force(connection, verdict, reason, command="stamp" if stamped else "upgrade")
+        if entering:
+            _judge(context, migration_context, heads, entering, stamped, settings)
         revisions_table.create(connection, checkfirst=True)
+        revision_history_table.create(connection, checkfirst=True)
         lock_timeout.set_session_lock_timeout(connection, settings.lock_timeout)
         if connection.in_transaction():
             connection.commit()
@@ -146,8 +159,26 @@ def _guard(context: Any, original: Callable) -> Callable:
     return steps_after_checks
 
 
+def _judge(context: Any, migration_context: Any, heads: Any, entering: list, stamped: bool,
+           settings: Settings) -> None:
+    """The gate on the revisions entering the database: refuse, or record a force."""
+    connection = migration_context.connection
+    reason = force_reason(context)
+    verdict = gate.evaluate(connection, migration_context.script, entering, heads,
+                            load_registry(context.config, settings), migration_context.version_table,
+                            stamping=stamped, exact=reason is not None)  # a --force record counts exactly
+    if not verdict.allowed:
+        if reason is None or not verdict.forceable:
+            if connection.in_transaction():
+                connection.rollback()
+            raise gate.GateRefused(verdict, how_to_finish(context.config))
+        gate.record_force(connection, verdict, reason, command="stamp" if stamped else "upgrade")
+    context.config.attributes[JUDGED_ATTRIBUTE] = frozenset(verdict.required)
+
+
 def _record_phase(ctx, step, heads, run_args) -> None:
-    """on_version_apply: keep ``migrations_policy_revisions`` in step with the version table."""
+    """on_version_apply: keep ``migrations_policy_revisions`` in step with the version table, and
+    append the step to ``migrations_policy_revision_history`` (``dbsync rollback`` reads it)."""
     if ctx.as_sql or ctx.connection is None or not sa.inspect(ctx.connection).has_table(REVISIONS_TABLE):
         return
     script = ctx.script
@@ -155,10 +186,16 @@ def _record_phase(ctx, step, heads, run_args) -> None:
     ids = [i for i in ids if i]
     if not ids:
         return
+    phases = {i: phase_of(script.get_revision(i)) for i in ids}
     ctx.connection.execute(sa.delete(revisions_table).where(revisions_table.c.revision.in_(ids)))
     if step.is_upgrade:
-        ctx.connection.execute(sa.insert(revisions_table), [
-            {"revision": i, "phase": phase_of(script.get_revision(i))} for i in ids])
+        ctx.connection.execute(sa.insert(revisions_table), [{"revision": i, "phase": phases[i]} for i in ids])
+    action = "stamp" if step.is_stamp else "upgrade" if step.is_upgrade else "downgrade"
+    now = datetime.now(timezone.utc).replace(tzinfo=None)
+    run, from_base = ctx.opts.get(RUN_OPTION) or (uuid.uuid4().hex, False)
+    ctx.connection.execute(sa.insert(revision_history_table), [
+        {"revision": i, "phase": phases[i], "action": action, "at": now, "run": run, "from_base": from_base}
+        for i in ids])
 
 
 def guard_options(context: Any) -> dict[str, Any]:

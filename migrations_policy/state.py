@@ -20,6 +20,9 @@ from .revisions import CONTRACT, EXPAND, BranchStatus, branch_statuses, current_
 
 # ``dbsync check`` exit codes (glance's convention, plus 2 for errors).
 CHECK_NOTHING_TO_DO, CHECK_EXPAND_PENDING, CHECK_DATA_PENDING, CHECK_CONTRACT_ALLOWED = 0, 3, 4, 5
+#: A pending revision cannot be applied as it stands (its phase is ambiguous, or its requirements
+#: cannot be known before it runs): the project must fix the script.
+CHECK_CANNOT_APPLY = 2
 
 
 @dataclass
@@ -27,8 +30,7 @@ class UpgradeState:
     heads: tuple[str, ...]
     branches: dict[str, BranchStatus]
     data_migrations: list[Any] = field(default_factory=list)  # data.pending.PendingMigration
-    #: None when not evaluated: ``check`` stops reading once its exit code is decided.
-    verdict: gate.GateVerdict | None = field(default_factory=gate.GateVerdict)
+    verdict: gate.GateVerdict = field(default_factory=gate.GateVerdict)
     object_versions: Any = None  # data.versions.ObjectVersionReport, when expand is pending
 
     @property
@@ -36,10 +38,12 @@ class UpgradeState:
         return [m for m in self.data_migrations if m.remaining]
 
     @property
-    def contract_allowed(self) -> bool | None:
-        return None if self.verdict is None else self.verdict.allowed
+    def contract_allowed(self) -> bool:
+        return self.verdict.allowed
 
     def check_code(self) -> int:
+        if self.verdict.defects:
+            return CHECK_CANNOT_APPLY
         if self.branches[EXPAND].pending:
             return CHECK_EXPAND_PENDING
         if self.data_pending:
@@ -65,9 +69,8 @@ def assess(project: Project, connection: Connection, exact: bool = False, decisi
     unless *exact* (``data.pending``: whether a row is pending is always verified).
 
     *decisive* (``check``): read only what decides ``check_code``: no data migration while
-    expand is pending, the data migrations up to the first with rows remaining, and the
-    gate only when none has (then every one was probed).  What was not read is left out
-    (``verdict`` None)."""
+    expand is pending, and the data migrations only up to the first with rows remaining
+    (the gate then stops there too: the others are ``not checked``)."""
     from .data.command import project_registry
     from .data.pending import pending_migrations
 
@@ -78,12 +81,8 @@ def assess(project: Project, connection: Connection, exact: bool = False, decisi
     expand_pending = bool(state.branches[EXPAND].pending)
     if not (decisive and expand_pending):
         state.data_migrations = pending_migrations(connection, registry, exact=exact, stop_at_pending=decisive)
-    if decisive and (expand_pending or state.data_pending):
-        state.verdict = None
-    else:
-        contract_pending = [script.get_revision(r) for r in state.branches[CONTRACT].pending]
-        state.verdict = gate.evaluate(connection, script, contract_pending, heads, registry,
-                                      known=state.data_migrations)
+    pending = [script.get_revision(r) for name in (EXPAND, CONTRACT) for r in state.branches[name].pending]
+    state.verdict = gate.evaluate(connection, script, pending, heads, registry, known=state.data_migrations)
     state.object_versions = object_versions_before_expand(project, connection, expand_pending)
     if connection.in_transaction():
         connection.rollback()  # reads only
