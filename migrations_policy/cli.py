@@ -314,7 +314,9 @@ DBSYNC_COMMANDS.append(CommandSpec(
         0: "every prune is complete",
         1: "--max-count reached and rows remain: run again",
         2: "a prune failed (the others still ran), or a configuration or database error (one line on stderr)",
-        127: "invalid arguments",
+        3: "caught up: every walk reached its end, but rows became prunable behind it meanwhile: run again later",
+        127: "invalid arguments (unknown option, bad value)",
+        130: "interrupted (Ctrl-C or SIGTERM): the batch in progress rolled back, the ledger says interrupted",
     },
 ))
 

@@ -172,6 +172,9 @@ def run_prunes(engine: Engine, prunes: list[Prune], options: Any, progress: Any 
         combined.migrations.extend(report.migrations)
         combined.max_count_reached = combined.max_count_reached or report.max_count_reached
         combined.seconds += report.seconds
+        if report.interrupted:  # Ctrl-C / SIGTERM: the next levels do not start
+            combined.interrupted = True
+            break
         with engine.connect() as conn:
             for prune, _, kept_where in converted:
                 kept[prune.name] = count_kept(conn, prune, kept_where)
