@@ -55,7 +55,7 @@ from .offline_run import first_line
 from .policy.phases import revision_phase_disagreement
 from .revisions import CONTRACT, EXPAND, applied_revisions, parents, phase_of
 
-#: State of a required migration the gate did not probe: another one already refuses.
+#: State of a required migration ``check`` did not probe: another one already refuses.
 NOT_CHECKED = "not checked"
 
 #: Exit code of dbsync when the gate refuses.
@@ -73,8 +73,8 @@ class PendingMigration:
 
     def describe(self) -> str:
         if self.state == NOT_CHECKED:
-            return (f"{self.name}: not checked: the gate stops at the first unfinished migration "
-                    f"(`dbsync status` shows it) (required by {', '.join(self.required_by)})")
+            return (f"{self.name}: not checked (another required migration is unfinished; `dbsync status` "
+                    f"shows it) (required by {', '.join(self.required_by)})")
         rows = ("unknown rows (its table or columns do not exist yet)" if self.remaining is None
                 else f"{'~' if self.estimated else ''}{self.remaining:,} row{'' if self.remaining == 1 else 's'} "
                      f"remaining{' (estimate; dbsync status --exact counts)' if self.estimated else ''}")
@@ -338,10 +338,11 @@ def unfinished(connection: Connection, registry: Any, required: dict[str, list[s
 
     live = {p.name: p for p in known or () if p.name in registry}
     unread = [registry[name] for name in required if name in registry and name not in live]
-    # A refusal needs one unfinished migration; a --force record (exact) counts every one.
+    # The gate reads every required migration (its first pending row, or one pass when complete).
+    # A caller that read only up to the first unfinished one (``check``) settles for that refusal.
     refused = any(name not in registry or (name in live and live[name].remaining != 0) for name in required)
-    if unread and (exact or not refused):
-        live.update((p.name, p) for p in pending_migrations(connection, unread, exact, stop_at_pending=not exact))
+    if unread and not (known is not None and refused and not exact):
+        live.update((p.name, p) for p in pending_migrations(connection, unread, exact))
     found = []
     for name, required_by in required.items():
         migration = live.get(name)
