@@ -246,6 +246,10 @@ def _configure_init(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-t", "--template", default="expand_contract", help="template (default: expand_contract)")
     parser.add_argument("--adopt", action="store_true",
                         help="convert the existing single-branch history of -c FILE: both branches start at its head")
+    parser.add_argument("--url", help="database URL to write as sqlalchemy.url of the new ini file")
+    parser.add_argument("--metadata", metavar="MODULE:ATTRIBUTE",
+                        help="your models' MetaData for autogenerate, written as env.py's target_metadata "
+                             "(e.g. myapp.models:Base.metadata)")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
 
 
@@ -258,7 +262,8 @@ def _run_init(args: argparse.Namespace) -> commands.Result:
         return authoring.adopt(args.config, template=args.template)
     if not args.directory:
         raise UsageError("init: DIR is required (or --adopt)")
-    return authoring.init(args.directory, template=args.template, config_file=args.config)
+    return authoring.init(args.directory, template=args.template, config_file=args.config, url=args.url,
+                          metadata=args.metadata)
 
 
 def _configure_check_models(parser: argparse.ArgumentParser) -> None:
@@ -493,7 +498,20 @@ def build_developer_parser(prog: str = "migrations-policy") -> argparse.Argument
 def _print_result(result: commands.Result, fmt: str) -> None:
     output = result.render(fmt)
     if output:
-        print(output)
+        print(mask_text(output))
+        sys.stdout.flush()
+
+
+def _stdout_closed() -> None:
+    """The reader of stdout went away (``dbsync status | head``): nothing left to say, no traceback.
+    stdout is pointed at /dev/null so that the interpreter's final flush does not fail again."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a real file (embedded, tests)
+        pass
 
 
 def run_parsed(args: argparse.Namespace, prog: str = "dbsync") -> int:
@@ -511,11 +529,23 @@ def run_parsed(args: argparse.Namespace, prog: str = "dbsync") -> int:
         print(f"{prog}: error: {getattr(args, 'config', None) or 'config'}: {mask_text(_first_line(exc))}",
               file=sys.stderr)
         return 2
+    except _alembic_errors() as exc:  # alembic's own user errors (its CLI prints them as one line too)
+        print(f"{prog}: error: alembic: {mask_text(_first_line(exc))}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
-    _print_result(result, getattr(args, "format", "text"))
+    try:
+        _print_result(result, getattr(args, "format", "text"))
+    except BrokenPipeError:
+        _stdout_closed()
     return result.exit_code
+
+
+def _alembic_errors() -> tuple[type[BaseException], ...]:
+    """alembic's CommandError if alembic is imported (``lint`` never imports it)."""
+    module = sys.modules.get("alembic.util.exc")
+    return (module.CommandError,) if module is not None else ()
 
 
 def _main(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:

@@ -126,6 +126,7 @@ class StatusResult(Result):
 def status(project: Project) -> StatusResult:
     """Per branch: applied, head, pending; data migrations; whether contract is allowed."""
     with project.connect() as conn:
+        project.check_version_table(conn)
         return StatusResult(state=assess(project, conn))
 
 
@@ -149,6 +150,7 @@ CHECK_MEANINGS = {
 def check(project: Project) -> CheckResult:
     """What the next upgrade step is, as an exit code for automation (glance's convention)."""
     with project.connect() as conn:
+        project.check_version_table(conn)
         state = assess(project, conn)
     if state.object_versions is not None:
         state.object_versions.raise_for_problems()
