@@ -9,12 +9,18 @@ autogenerate and adds the contract gate.  Keep it in every ``configure`` call.
 ``sqlalchemy.url``.
 """
 
+from logging.config import fileConfig
+
 from alembic import context
 from sqlalchemy import engine_from_config, pool
 
 from migrations_policy import environment as policy
 
 config = context.config
+
+# The ini file's [loggers]: alembic's "Running upgrade A -> B" lines (level INFO) on stderr.
+if config.config_file_name is not None and config.file_config.has_section("loggers"):
+    fileConfig(config.config_file_name, disable_existing_loggers=False)
 
 # Your models' MetaData, for autogenerate:
 #     from myapp.models import Base

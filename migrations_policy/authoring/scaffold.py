@@ -93,8 +93,16 @@ def _write_roots(template_dir: Path, versions: Path, down_revision: str | None) 
     return created
 
 
-def init(directory: str, *, template: str = DEFAULT_TEMPLATE, config_file: str = "alembic.ini") -> InitResult:
-    """Create an expand/contract alembic environment in *directory* (and *config_file*)."""
+def init(directory: str, *, template: str = DEFAULT_TEMPLATE, config_file: str = "alembic.ini",
+         url: str | None = None, metadata: str | None = None) -> InitResult:
+    """Create an expand/contract alembic environment in *directory* (and *config_file*).
+
+    *url* is written as ``sqlalchemy.url`` of a new ini file, *metadata* (``MODULE:ATTRIBUTE``, e.g.
+    ``myapp.models:Base.metadata``) as env.py's ``target_metadata``: then autogenerate works at once.
+    """
+    module, _, attribute = (metadata or "").partition(":")
+    if metadata is not None and not (module.strip() and attribute.strip()):
+        raise UsageError(f"--metadata {metadata!r}: expected MODULE:ATTRIBUTE, e.g. myapp.models:Base.metadata")
     if template not in list_templates():
         raise UsageError(f"unknown template {template!r} (available: {', '.join(list_templates())})")
     ini_existed = Path(config_file).exists()
@@ -109,11 +117,31 @@ def init(directory: str, *, template: str = DEFAULT_TEMPLATE, config_file: str =
     if not ini_existed:
         created.insert(0, config_file)
     created += _write_roots(template_root() / template, root / "versions", None)
-    notes = ["next: set sqlalchemy.url in " + config_file + " and target_metadata in " + str(root / "env.py")]
+    todo = []
+    if url is not None and not ini_existed:
+        _set_option(Path(config_file), "alembic", "sqlalchemy.url", url.replace("%", "%%"))
+    elif not ini_existed:
+        todo.append("set sqlalchemy.url in " + config_file)
+    if metadata is not None:
+        _set_target_metadata(root / "env.py", module.strip(), attribute.strip())
+    else:
+        todo.append("set target_metadata in " + str(root / "env.py"))
+    todo.append("run `dbsync upgrade` (applies the two root revisions; autogenerate needs an up-to-date database)")
+    notes = ["next: " + "; ".join(todo)]
     if ini_existed:
         notes.insert(0, f"{config_file} already exists and was left alone: set its script_location to {directory} "
                         "and version_locations to its versions/expand and versions/contract")
     return InitResult(directory=str(root), config_file=config_file, created=created, notes=notes)
+
+
+def _set_target_metadata(env_py: Path, module: str, attribute: str) -> None:
+    """Point env.py's ``target_metadata`` at ``module.attribute`` (the template's placeholder line)."""
+    text = env_py.read_text(encoding="utf-8")
+    head, dot, rest = attribute.partition(".")
+    line = f"from {module} import {head}  # noqa: E402\ntarget_metadata = {head}{dot}{rest}\n"
+    if "\ntarget_metadata = None\n" not in text:
+        raise UsageError(f"{env_py}: no 'target_metadata = None' line to replace: set target_metadata yourself")
+    env_py.write_text(text.replace("\ntarget_metadata = None\n", "\n" + line, 1), encoding="utf-8")
 
 
 # -- adopt ------------------------------------------------------------------------
