@@ -12,10 +12,9 @@ the operator commands in its own CLI with a few lines::
 or, inside an existing argparse tree::
 
     from migrations_policy import cli
-    sub = parser.add_subparsers(dest="command")
+    sub = parser.add_subparsers(dest="command", parser_class=cli.ArgumentParser)
     cli.add_dbsync_commands(sub)          # adds upgrade, status, check, ...
-    args = parser.parse_args()
-    sys.exit(cli.run_parsed(args))
+    sys.exit(cli.run(parser))             # hints name parser.prog, errors are one line
 
 Every user error is one line on stderr (``PROG: error: ...``) and a documented
 exit code; a traceback means a bug in migrations_policy.
@@ -25,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import configparser
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -439,36 +439,45 @@ DEVELOPER_COMMANDS.extend([
 
 
 # -- parser construction -----------------------------------------------------
-def _add_global_options(parser: argparse.ArgumentParser, default_config: str) -> None:
+def _add_global_options(parser: argparse.ArgumentParser, default_config: str, default: object = None) -> None:
+    """-c/--url/--format; *default* ``argparse.SUPPRESS`` repeats them after a subcommand's name
+    without overriding what was given before it."""
+    def chosen(value):
+        return value if default is None else default
+
     parser.add_argument(
-        "-c", "--config", default=default_config, metavar="FILE",
+        "-c", "--config", default=chosen(default_config), metavar="FILE",
         help=f"alembic ini file of the project (default: {default_config})",
     )
-    parser.add_argument("--url", help="database URL, overrides sqlalchemy.url of the ini file")
+    parser.add_argument("--url", default=chosen(None), help="database URL, overrides sqlalchemy.url of the ini file")
     parser.add_argument(
-        "--format", choices=("text", "json"), default="text", help="output format (default: text)"
+        "--format", choices=("text", "json"), default=chosen("text"), help="output format (default: text)"
     )
 
 
-def add_commands(subparsers, specs: Sequence[CommandSpec]) -> None:
-    """Add *specs* as subcommands of an argparse ``subparsers`` object."""
+def add_commands(subparsers, specs: Sequence[CommandSpec], global_options: str | None = None,
+                 repeated: bool = True) -> None:
+    """Add *specs* as subcommands of an argparse ``subparsers`` object.
+
+    With *global_options* (the default config file), each subcommand also accepts ``-c/--url/--format``
+    after its name; *repeated*: the main parser has them too (``dbsync --format json status`` and
+    ``dbsync status --format json``; given after the name, they win).
+    """
     for spec in specs:
         parser = subparsers.add_parser(
             spec.name, help=spec.help, description=spec.description or spec.help
         )
         if isinstance(parser, _ArgumentParser):
             parser.usage_exit_code = spec.usage_exit_code
+        if global_options is not None:
+            _add_global_options(parser, global_options, default=argparse.SUPPRESS if repeated else None)
         spec.configure(parser)
         parser.set_defaults(_mp_command=spec)
 
 
 def add_dbsync_commands(subparsers, default_config: str = DEFAULT_ALEMBIC_INI) -> None:
     """Mount the dbsync subcommands (and their -c/--url/--format options) in another CLI."""
-    for spec in DBSYNC_COMMANDS:
-        parser = subparsers.add_parser(spec.name, help=spec.help, description=spec.description or spec.help)
-        _add_global_options(parser, default_config)
-        spec.configure(parser)
-        parser.set_defaults(_mp_command=spec)
+    add_commands(subparsers, DBSYNC_COMMANDS, global_options=default_config, repeated=False)
 
 
 def build_dbsync_parser(prog: str = "dbsync", default_config: str = DEFAULT_ALEMBIC_INI) -> argparse.ArgumentParser:
@@ -479,7 +488,7 @@ def build_dbsync_parser(prog: str = "dbsync", default_config: str = DEFAULT_ALEM
     _add_global_options(parser, default_config)
     parser.add_argument("--version", action="version", version=f"%(prog)s (migrations_policy {__version__})")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_ArgumentParser)
-    add_commands(sub, DBSYNC_COMMANDS)
+    add_commands(sub, DBSYNC_COMMANDS, global_options=default_config)
     return parser
 
 
@@ -495,10 +504,22 @@ def build_developer_parser(prog: str = "migrations-policy") -> argparse.Argument
 
 
 # -- running -----------------------------------------------------------------
-def _print_result(result: commands.Result, fmt: str) -> None:
+#: A command line a message suggests: "dbsync -c FILE online_data_migrations", "dbsync upgrade --contract".
+_SUGGESTED_COMMAND = re.compile(r"(?<![\w.-])dbsync(?= (?:-c |--config |upgrade|online_data_migrations|status|"
+                                r"check|stamp|version|revision|lint)\b)")
+
+
+def _for_reader(text: str, prog: str) -> str:
+    """What a person reads: passwords masked, and the commands it suggests named as this program
+    (``myproject-dbsync upgrade --contract`` when embedded), wherever the text was written."""
+    text = mask_text(text)
+    return text if prog in ("dbsync", "migrations-policy") else _SUGGESTED_COMMAND.sub(prog, text)
+
+
+def _print_result(result: commands.Result, fmt: str, prog: str = "dbsync") -> None:
     output = result.render(fmt)
     if output:
-        print(mask_text(output))
+        print(_for_reader(output, prog))
         sys.stdout.flush()
 
 
@@ -523,7 +544,7 @@ def run_parsed(args: argparse.Namespace, prog: str = "dbsync") -> int:
     try:
         result = spec.run(args)
     except PolicyError as exc:
-        print(f"{prog}: error: {mask_text(exc.message)}", file=sys.stderr)
+        print(f"{prog}: error: {_for_reader(exc.message, prog)}", file=sys.stderr)
         return exc.exit_code
     except configparser.Error as exc:  # only the user's own ini files get here (e.g. bad %(...)s)
         print(f"{prog}: error: {getattr(args, 'config', None) or 'config'}: {mask_text(_first_line(exc))}",
@@ -536,7 +557,7 @@ def run_parsed(args: argparse.Namespace, prog: str = "dbsync") -> int:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
     try:
-        _print_result(result, getattr(args, "format", "text"))
+        _print_result(result, getattr(args, "format", "text"), prog)
     except BrokenPipeError:
         _stdout_closed()
     return result.exit_code
@@ -556,6 +577,16 @@ def _main(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
         print(f"{parser.prog}: error: {message} (see {parser.prog} --help)", file=sys.stderr)
         return exc.exit_code
     return run_parsed(args, prog=parser.prog)
+
+
+#: The parser class of the commands' subparsers (argument errors become one-line UsageErrors).
+ArgumentParser = _ArgumentParser
+
+
+def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> int:
+    """Parse *argv* with *parser* (a project's own CLI in which ``add_dbsync_commands`` mounted the
+    commands) and run the command: one line and an exit code for every user error."""
+    return _main(parser, argv)
 
 
 def dbsync_main(

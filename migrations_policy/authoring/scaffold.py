@@ -150,10 +150,10 @@ _SEPARATORS = {"space": " ", "os": os.pathsep, ":": ":", ";": ";", "newline": "\
 
 def adopt(config_file: str = "alembic.ini", *, template: str = DEFAULT_TEMPLATE) -> InitResult:
     """Start the expand and contract branches at the current head of a single-branch history."""
-    path = Path(config_file)
-    if not path.is_file():
-        raise ConfigError(f"{config_file}: alembic config file not found (use -c/--config)")
-    config = Config(str(path))
+    from ..project import _config_path, open_alembic_config
+
+    path = _config_path(Path(config_file))
+    config = open_alembic_config(path)
     try:
         script = ScriptDirectory.from_config(config)
         heads = script.get_heads()
@@ -168,7 +168,12 @@ def adopt(config_file: str = "alembic.ini", *, template: str = DEFAULT_TEMPLATE)
     head = heads[0] if heads else None
     versions = Path(script.dir) / "versions"
     created = _write_roots(template_root() / template, versions, head)
-    _add_version_locations(path, config, [versions / "expand", versions / "contract"])
+    toml = getattr(config, "_toml_file_path", None)
+    if toml is not None and config.get_main_option("version_locations") is None:
+        _add_toml_version_locations(Path(toml), config, [versions, versions / "expand", versions / "contract"])
+        config_file = str(toml)
+    else:
+        _add_version_locations(path, config, [versions / "expand", versions / "contract"])
     notes = [f"updated version_locations in {config_file}",
              f"both branches start at {head or 'base'}; run `alembic upgrade heads` (or dbsync upgrade) to apply "
              "the two roots"]
@@ -201,6 +206,38 @@ def _add_version_locations(ini: Path, config: Config, new: list[Path]) -> None:
     else:
         values = [raw.strip()] + rendered
     _set_option(ini, section, "version_locations", separator.join(values))
+
+
+def _add_toml_version_locations(toml: Path, config: Config, locations: list[Path]) -> None:
+    """alembic's pyproject template: set ``version_locations`` in ``[tool.alembic]`` (the existing
+    locations, if any, first), keeping the rest of the file as it is."""
+    import json
+
+    here = toml.resolve().parent
+    existing = config.get_version_locations_list() or []
+    rendered = []
+    for location in locations:
+        try:
+            rendered.append("%(here)s/" + location.resolve().relative_to(here).as_posix())
+        except ValueError:
+            rendered.append(location.resolve().as_posix())
+    values = existing + [r for r in rendered if r not in existing and r.replace("%(here)s", str(here)) not in existing]
+    line = "version_locations = [" + ", ".join(json.dumps(v) for v in values) + "]"
+    lines = toml.read_text(encoding="utf-8").splitlines()
+    table = next((i for i, text in enumerate(lines) if text.strip() == "[tool.alembic]"), None)
+    if table is None:
+        raise ConfigError(f"{toml}: no [tool.alembic] table")
+    end = next((i for i in range(table + 1, len(lines)) if lines[i].lstrip().startswith("[")), len(lines))
+    for index in range(table + 1, end):
+        if re.match(r"^\s*version_locations\s*=", lines[index]):
+            close = index
+            while "]" not in lines[close] and close + 1 < end:
+                close += 1
+            lines[index:close + 1] = [line]
+            break
+    else:
+        lines.insert(table + 1, line)
+    toml.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def _raw_option(ini: Path, section: str, key: str) -> str | None:
