@@ -108,7 +108,30 @@ def _run_upgrade(args: argparse.Namespace) -> commands.Result:
     if args.reason and not args.force:
         raise UsageError("--reason goes with --force")
     force = (args.reason or "dbsync upgrade --force") if args.force else None
-    return commands.upgrade(_project(args), phases=phases, force=force)
+    with _progress(args, "upgrade"):
+        return commands.upgrade(_project(args), phases=phases, force=force)
+
+
+def _progress(args: argparse.Namespace, label: str):
+    """Progress of a long command on stderr, as --progress and --progress-interval say."""
+    from .progress import reporting
+
+    return reporting(getattr(args, "progress", "auto"), sys.stderr, getattr(args, "progress_interval", 5.0), label)
+
+
+def _with_progress(args: argparse.Namespace, label: str, run: Callable[[argparse.Namespace], commands.Result]):
+    with _progress(args, label):
+        return run(args)
+
+
+def _add_progress_options(parser: argparse.ArgumentParser, default: object = None) -> None:
+    parser.add_argument("--progress", choices=("auto", "line", "live", "none"),
+                        default="auto" if default is None else default,
+                        help="progress on stderr: a live line (terminal), a line every few seconds (logs), or "
+                             "none (default: auto, live on a terminal)")
+    parser.add_argument("--progress-interval", type=_number(float), metavar="SECONDS",
+                        default=5.0 if default is None else default,
+                        help="seconds between two progress lines in line mode (default: 5)")
 
 
 def _revision_id(text: str) -> str:
@@ -206,9 +229,9 @@ def _configure_online_data_migrations(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_online_data_migrations(args: argparse.Namespace) -> commands.Result:
-    from .data.report import TerminalProgress
+    from .data.report import choose_progress
 
-    progress = TerminalProgress(sys.stderr) if sys.stderr.isatty() else None
+    progress = choose_progress(getattr(args, "progress", "auto"), sys.stderr, getattr(args, "progress_interval", 5.0))
     return commands.online_data_migrations(
         _project(args), batch_size=args.batch_size, batch_seconds=args.batch_seconds, max_count=args.max_count, sleep=args.sleep,
         workers=args.workers, migrations=args.migration, options=args.option, progress=progress,
@@ -391,6 +414,7 @@ def _configure_rehearse(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-retry", action="store_true",
                         help="report deadlocks and lock waits as errors instead of retrying them like an application")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+    _add_progress_options(parser)
 
 
 def _configure_trace(parser: argparse.ArgumentParser) -> None:
@@ -409,7 +433,7 @@ DEVELOPER_COMMANDS.extend([
         "rehearse",
         "rehearse a rolling upgrade: release-N code runs while expand, data migrations and contract run",
         _configure_rehearse,
-        lambda args: rehearsal_command.run(args),
+        lambda args: _with_progress(args, "rehearse", rehearsal_command.run),
         description="On an empty scratch database of 127.0.0.1 (or a SQLite file): build the release-N schema "
                     "(--from-revision), run release-N code (the mapped classes of --old-models, several threads: "
                     "inserts, updates, reads, each checked) while the expand revisions and the online data "
@@ -453,6 +477,7 @@ def _add_global_options(parser: argparse.ArgumentParser, default_config: str, de
     parser.add_argument(
         "--format", choices=("text", "json"), default=chosen("text"), help="output format (default: text)"
     )
+    _add_progress_options(parser, default)
 
 
 def add_commands(subparsers, specs: Sequence[CommandSpec], global_options: str | None = None,

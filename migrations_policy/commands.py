@@ -19,6 +19,7 @@ from sqlalchemy import exc as sa_exc
 from .errors import PolicyError, UsageError
 from .gate import GateRefused
 from .lock_timeout import is_lock_timeout
+from .progress import watch
 from .project import Project, _one_line
 from .result import Result
 from .revisions import CONTRACT, EXPAND, PHASES, branch_statuses, current_heads
@@ -29,8 +30,16 @@ from .state import (CHECK_CONTRACT_ALLOWED, CHECK_DATA_PENDING, CHECK_EXPAND_PEN
 
 def _alembic(fn, *args, **kwargs) -> None:
     """Run an alembic command; its errors become PolicyErrors (gate refusal: exit 4)."""
+    with watch() as running:
+        _alembic_watched(running, fn, *args, **kwargs)
+
+
+def _alembic_watched(running, fn, *args, **kwargs) -> None:
     try:
         fn(*args, **kwargs)
+    except NotImplementedError as exc:  # an op this dialect cannot run (SQLite: ALTER of constraints)
+        where = running.describe() or "a revision"
+        raise PolicyError(f"migration failed: {where}: {_one_line(exc)}") from None
     except GateRefused as exc:
         raise PolicyError(str(exc), exit_code=GateRefused.exit_code) from None
     except CommandError as exc:
@@ -43,7 +52,7 @@ def _alembic(fn, *args, **kwargs) -> None:
                               f"on the table ({_one_line(exc)}); the failed revision was rolled back (on "
                               "MariaDB/MySQL only its statements before the failed one stay applied), rerun "
                               "when that transaction has finished") from None
-        raise PolicyError(f"migration failed: {_one_line(exc)}") from None
+        raise PolicyError(f"migration failed: {running.describe() or 'a revision'}: {_one_line(exc)}") from None
 
 
 def _run_alembic_on(project: Project, conn, fn, *args, **kwargs) -> None:

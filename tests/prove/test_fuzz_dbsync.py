@@ -261,3 +261,41 @@ def test_stamp_an_empty_revision(tmp_path, capsys):
     project.dispose()
     problem = outcome(["-c", str(ini), "--url", url, "stamp", ""], capsys)
     assert problem is None, problem
+
+
+UNSUPPORTED_ON_SQLITE = [
+    'op.create_unique_constraint(None, "nodes", ["{column}"])',
+    'op.create_unique_constraint("uq_{column}", "nodes", ["{column}"])',
+    'op.create_check_constraint(None, "nodes", "length({column}) > 0")',
+    'op.create_foreign_key(None, "ports", "nodes", ["node_id"], ["id"])',
+    'op.drop_constraint("uq_{column}", "nodes", type_="unique")',
+    'op.alter_column("nodes", "{column}", nullable=False)',
+]
+
+
+def test_ops_the_dialect_cannot_run_are_one_line_naming_the_revision(tmp_path, capsys):
+    """Autogenerate writes ``create_unique_constraint(None, ...)``; SQLite cannot ALTER constraints
+    (alembic raises NotImplementedError).  Generated revisions of such ops: exit 2, one line naming
+    the revision, the version table unchanged."""
+    ini = copy_example(tmp_path)
+    forget_example_modules()
+    url = f"sqlite:///{tmp_path / 'x.db'}"
+    assert cli.dbsync_main(["-c", str(ini), "--url", url, "--progress", "none", "upgrade", "--expand"]) == 0
+    capsys.readouterr()
+    rng = random.Random(3)
+    versions = ini.parent / "migrations" / "versions" / "expand"
+    for number in range(6):
+        ops = rng.sample(UNSUPPORTED_ON_SQLITE, k=rng.randint(1, 3))
+        column = rng.choice(["name", "uuid", "extra"])
+        body = "\n".join("    " + op.format(column=column) for op in ops)
+        revision = f"unsupported_{number}"
+        (versions / f"9{number}_{revision}.py").write_text(
+            f'"""generated"""\nfrom alembic import op\n\nrevision = "{revision}"\n'
+            f'down_revision = "r2_meta_display_name_version"\nbranch_labels = None\ndepends_on = None\n\n\n'
+            f"def upgrade():\n{body}\n\n\ndef downgrade():\n    pass\n")
+        before = _database_state(tmp_path / "x.db")
+        code = cli.dbsync_main(["-c", str(ini), "--url", url, "--progress", "none", "upgrade", "--expand"])
+        line = one_line_error(capsys)
+        assert code == 2 and f"migration failed: revision r2_meta_display_name_version -> {revision}" in line, (ops, line)
+        assert _database_state(tmp_path / "x.db") == before
+        (versions / f"9{number}_{revision}.py").unlink()
