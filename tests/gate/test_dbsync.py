@@ -174,3 +174,41 @@ def test_old_code_refuses_a_contracted_schema(expanded, tmp_path):
     assert expanded.dbsync("upgrade", "--contract") == 0
     with pytest.raises(SchemaIncompatible, match="r3_drop_extra_name this code does not know"):
         assert_schema_compatible(expanded.engine, release2_code)
+
+
+@pytest.mark.parametrize("backend", ["postgresql", "mysql"], indirect=True)
+def test_lock_retry_message_names_table_revision_and_holder(app, caplog):
+    """The retry warning says which table, which revision, and who holds the lock (PostgreSQL: the
+    holder's pid; MariaDB: its thread id), with when its transaction started."""
+    import logging
+
+    holder_id = {}
+    ready = threading.Event()
+
+    def hold():
+        with app.engine.connect() as conn:
+            holder_id["id"] = conn.execute(sa.text(
+                "SELECT pg_backend_pid()" if app.engine.dialect.name == "postgresql" else "SELECT CONNECTION_ID()"
+            )).scalar()
+            conn.execute(sa.text("SELECT count(*) FROM nodes")).scalar()
+            ready.set()
+            time.sleep(2.5)
+            conn.rollback()
+
+    thread = threading.Thread(target=hold, daemon=True)
+    thread.start()
+    assert ready.wait(10)
+    project = app.project()
+    try:
+        with caplog.at_level(logging.WARNING, logger="migrations_policy.lock_timeout"):
+            result = commands.upgrade(project, phases=("expand",))
+    finally:
+        project.dispose()
+        thread.join()
+    assert result.lock_timeouts >= 1
+    [first, *_] = [r.getMessage() for r in caplog.records if "gave up waiting for a lock" in r.getMessage()]
+    assert "revision r1_inventory -> r2_meta_display_name_version" in first, first
+    who = f"pid {holder_id['id']} " if app.engine.dialect.name == "postgresql" else f"thread {holder_id['id']} "
+    assert who in first and "transaction since 20" in first, first
+    if app.engine.dialect.name == "postgresql":
+        assert "on nodes" in first, first
