@@ -176,14 +176,21 @@ class UpgradeResult(Result):
     refused: str | None = None
     #: DDL statements that gave up waiting for a lock and were retried.
     lock_timeouts: int = 0
+    #: Per branch (expand, contract): its current revisions before and after.
+    moves: dict[str, tuple[list[str], list[str]]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"phases": self.phases, "before": self.before, "after": self.after, "refused": self.refused,
-                "lock_timeouts_retried": self.lock_timeouts}
+                "lock_timeouts_retried": self.lock_timeouts,
+                "branches": {name: {"before": before, "after": after} for name, (before, after) in self.moves.items()}}
 
     def text(self) -> str:
         if self.before == self.after:
             lines = [f"{' + '.join(self.phases)}: already at head ({', '.join(self.after) or 'base'})"]
+        elif self.moves:  # "expand: A -> B; contract: C -> D" (a branch that did not move: "at C")
+            lines = ["; ".join(f"{name}: {', '.join(before) or 'base'} -> {', '.join(after) or 'base'}"
+                               if before != after else f"{name}: at {', '.join(after) or 'base'}"
+                               for name, (before, after) in self.moves.items())]
         else:
             lines = [f"{' + '.join(self.phases)}: upgraded {', '.join(self.before) or 'base'} -> "
                      f"{', '.join(self.after)}"]
@@ -192,6 +199,17 @@ class UpgradeResult(Result):
         if self.refused:
             lines.append("expand applied; " + self.refused)
         return "\n".join(lines)
+
+
+def _branch_moves(project: Project, before: list[str], after: list[str]) -> dict[str, tuple[list[str], list[str]]]:
+    """Each branch's current revisions before and after (alembic's heads say no branch: a contract
+    head stands for the expand revision it depends on too); {} without the expand/contract layout."""
+    try:
+        old, new = branch_statuses(project.script, before), branch_statuses(project.script, after)
+    except (CommandError, PolicyError, KeyError):
+        return {}
+    return {name: (list(old[name].current), list(new[name].current)) for name in PHASES
+            if name in old and name in new and (old[name].head or new[name].head)}
 
 
 def _phase_target(project: Project, phase: str) -> str:
@@ -248,6 +266,7 @@ def upgrade(project: Project, phases: tuple[str, ...] = PHASES, force: str | Non
             finally:
                 project.alembic_config.attributes.pop(FORCE_ATTRIBUTE, None)
         result.after = sorted(current_heads(conn))
+    result.moves = _branch_moves(project, result.before, result.after)
     return result
 
 
@@ -257,7 +276,8 @@ def stamp(project: Project, revisions: list[str], purge: bool = False) -> Upgrad
         before = sorted(current_heads(conn))
         _run_alembic_on(project, conn, alembic_command.stamp, revisions, purge=purge)
         after = sorted(current_heads(conn))
-    return UpgradeResult(phases=["stamp"], before=before, after=after)
+    return UpgradeResult(phases=["stamp"], before=before, after=after,
+                         moves=_branch_moves(project, before, after))
 
 
 # -- online data migrations ---------------------------------------------------------

@@ -18,8 +18,10 @@ from migrations_policy import environment as policy
 
 config = context.config
 
-# The ini file's [loggers]: alembic's "Running upgrade A -> B" lines (level INFO) on stderr.
-if config.config_file_name is not None and config.file_config.has_section("loggers"):
+# Plain alembic commands: the ini file's [loggers] (alembic's "Running upgrade A -> B" lines on
+# stderr).  dbsync hands over its connection and prints its own progress (--progress).
+if config.attributes.get("connection") is None and config.config_file_name is not None \
+        and config.file_config.has_section("loggers"):
     fileConfig(config.config_file_name, disable_existing_loggers=False)
 
 # Your models' MetaData, for autogenerate:

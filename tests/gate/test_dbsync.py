@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 from migrations_policy import SchemaIncompatible, assert_schema_compatible
-from migrations_policy import commands
+from migrations_policy import cli, commands
 
 from .conftest import ORPHANS, ROWS
 
@@ -212,3 +212,22 @@ def test_lock_retry_message_names_table_revision_and_holder(app, caplog):
     assert who in first and "transaction since 20" in first, first
     if app.engine.dialect.name == "postgresql":
         assert "on nodes" in first, first
+
+
+def test_upgrade_messages_say_which_branch_moved(tmp_path, capsys):
+    """"expand: A -> B; contract: at C": each branch's own move, not the version table's heads."""
+    from ..helpers import copy_example, forget_example_modules
+
+    ini = copy_example(tmp_path)
+    forget_example_modules()
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    steps = [(["upgrade", "--expand"], "expand: base -> r2_meta_display_name_version; contract: at base"),
+             (["upgrade", "--contract"], "expand: at r2_meta_display_name_version; contract: base -> r3_drop_extra_name"),
+             (["stamp", "r1_inventory", "--purge"],
+              "expand: r2_meta_display_name_version -> r1_inventory; contract: r3_drop_extra_name -> base")]
+    for argv, expected in steps:
+        assert cli.dbsync_main(["-c", str(ini), "--url", url, "--progress", "none", *argv]) == 0
+        assert capsys.readouterr().out.strip() == expected
+    assert cli.dbsync_main(["-c", str(ini), "--url", url, "--format", "json", "stamp", "expand_root", "--purge"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["branches"]["expand"] == {"before": ["r1_inventory"], "after": ["expand_root"]}
