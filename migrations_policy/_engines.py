@@ -14,6 +14,10 @@ from . import _urls
 from .errors import DatabaseError
 
 
+#: The package extra that installs each dialect's default driver (setup.cfg).
+_EXTRAS = {"postgresql": "postgresql", "mysql": "mysql", "mariadb": "mysql"}
+
+
 def _first_line(exc: BaseException) -> str:
     """The first meaningful line of a driver's error, without SQLAlchemy's background link."""
     text = str(getattr(exc, "orig", None) or exc).strip()
@@ -30,7 +34,10 @@ def open_engine(url: str | URL, what: str = "database", **options: Any) -> Engin
     try:
         return create_engine(parsed, **options)
     except (SQLAlchemyError, ImportError, ValueError, TypeError) as exc:
-        raise DatabaseError(f"cannot use {what} {_urls.mask_url(parsed)}: {_urls.mask_text(_first_line(exc))}") from None
+        extra = _EXTRAS.get(parsed.get_backend_name()) if isinstance(exc, ImportError) else None
+        hint = f" (the driver is an extra: pip install \"migrations_policy[{extra}]\")" if extra else ""
+        raise DatabaseError(f"cannot use {what} {_urls.mask_url(parsed)}: {_urls.mask_text(_first_line(exc))}"
+                            f"{hint}") from None
 
 
 def connection_error(exc: BaseException, url: str | URL, what: str = "database") -> DatabaseError:
