@@ -12,10 +12,12 @@ copyright = "2026, the migrations_policy developers"
 extensions = ["mp_cli", "sphinx.ext.autodoc"]
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
+# "--adopt" in generated descriptions must stay two hyphens, not an en dash.
+smartquotes = False
 html_static_path = ["_static"]
 html_css_files = ["wide_code.css"]
 # Wide enough for the CLI reference's help texts; code blocks scroll instead of being cut.
-html_theme_options = {"page_width": "1100px", "sidebar_width": "230px"}
+html_theme_options = {"page_width": "1100px", "sidebar_width": "260px"}
 exclude_patterns = ["_build"]
 html_theme = "alabaster"
 
