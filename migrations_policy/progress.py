@@ -69,6 +69,8 @@ class Watch:
         self.steps: list[Step] = []
         self.statement: str | None = None
         self.statement_started = 0.0
+        #: Free-text milestones of the command (rehearse: its phases), printed in order.
+        self.notes: list[str] = []
         self._lock = threading.Lock()
 
     @property
@@ -178,6 +180,15 @@ def active() -> Watch | None:
     return getattr(_active, "watch", None)
 
 
+def note(text: str) -> None:
+    """A milestone of a long command ("phase expand: release-N code running"), shown by the
+    progress reporter if the command is watched; nothing otherwise."""
+    current = active()
+    if current is not None:
+        with current._lock:
+            current.notes.append(text)
+
+
 # -- printing ----------------------------------------------------------------------------
 class _Reporter:
     def __init__(self, current: Watch, mode: str, stream: TextIO, interval: float, label: str):
@@ -219,6 +230,11 @@ class _Reporter:
         return line + ")"
 
     def _report_steps(self) -> None:
+        with self.watch._lock:
+            notes, self.watch.notes = self.watch.notes, []
+        for text in notes:
+            if self.mode == "line":
+                self._write(f"{self.label}: {text}")
         steps = list(self.watch.steps)
         for index, step in enumerate(steps):
             if index not in self._started_shown and self.mode == "line":
