@@ -186,17 +186,23 @@ def adopt(config_file: str = "alembic.ini", *, template: str = DEFAULT_TEMPLATE)
     return InitResult(directory=script.dir, config_file=config_file, created=created, notes=notes)
 
 
+def _here_relative(locations: list[Path], here: Path) -> list[str]:
+    """Each location as ``%(here)s/...`` when it lies under *here* (the config file's directory)."""
+    rendered = []
+    for location in locations:
+        try:
+            rendered.append("%(here)s/" + location.resolve().relative_to(here).as_posix())
+        except ValueError:
+            rendered.append(location.resolve().as_posix())
+    return rendered
+
+
 def _add_version_locations(ini: Path, config: Config, new: list[Path]) -> None:
     """Append *new* to ``version_locations`` in the ini file, keeping the rest of the file as it is."""
     section = config.config_ini_section
     existing = config.get_main_option("version_locations")
     here = ini.resolve().parent
-    rendered = []
-    for location in new:
-        try:
-            rendered.append("%(here)s/" + location.resolve().relative_to(here).as_posix())
-        except ValueError:
-            rendered.append(location.resolve().as_posix())
+    rendered = _here_relative(new, here)
     separator_name = config.get_main_option("path_separator") or config.get_main_option("version_path_separator")
     separator = _SEPARATORS.get(separator_name or "space", " ")
     raw = _raw_option(ini, section, "version_locations")
@@ -215,12 +221,7 @@ def _add_toml_version_locations(toml: Path, config: Config, locations: list[Path
 
     here = toml.resolve().parent
     existing = config.get_version_locations_list() or []
-    rendered = []
-    for location in locations:
-        try:
-            rendered.append("%(here)s/" + location.resolve().relative_to(here).as_posix())
-        except ValueError:
-            rendered.append(location.resolve().as_posix())
+    rendered = _here_relative(locations, here)
     values = existing + [r for r in rendered if r not in existing and r.replace("%(here)s", str(here)) not in existing]
     line = "version_locations = [" + ", ".join(json.dumps(v) for v in values) + "]"
     lines = toml.read_text(encoding="utf-8").splitlines()
