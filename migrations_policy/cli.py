@@ -290,9 +290,10 @@ DBSYNC_COMMANDS.append(CommandSpec(
 
 
 def _run_prune(args: argparse.Namespace) -> commands.Result:
-    from .data.report import TerminalProgress
+    from .data.report import choose_progress
 
-    progress = TerminalProgress(sys.stderr) if sys.stderr.isatty() else None
+    progress = choose_progress(getattr(args, "progress", "auto"), sys.stderr, getattr(args, "progress_interval", 5.0),
+                               label="prune")
     return commands.prune(
         _project(args), batch_size=args.batch_size, batch_seconds=args.batch_seconds, max_count=args.max_count,
         sleep=args.sleep, workers=args.workers, migrations=args.migration, options=args.option, progress=progress,

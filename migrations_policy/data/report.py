@@ -176,11 +176,11 @@ class LineProgress:
         pass
 
 
-def choose_progress(mode: str, stream: TextIO, interval: float = 5.0):
+def choose_progress(mode: str, stream: TextIO, interval: float = 5.0, label: str = "online_data_migrations"):
     """The data-migration progress for ``--progress MODE``: None, a live line or log lines."""
     from ..progress import resolve_mode
 
     mode = resolve_mode(mode, stream)
     if mode == "none":
         return None
-    return TerminalProgress(stream) if mode == "live" else LineProgress(stream, interval)
+    return TerminalProgress(stream) if mode == "live" else LineProgress(stream, interval, label)

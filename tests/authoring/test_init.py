@@ -136,6 +136,11 @@ def test_adopt_and_dbsync_with_alembics_pyproject_template(tmp_path):
     adopted = run(["-m", "migrations_policy.cli", "init", "--adopt"], tmp_path)
     assert adopted.returncode == 0, adopted.stderr
     assert "version_locations = [" in (tmp_path / "pyproject.toml").read_text()
+    env_py = tmp_path / "migrations" / "env.py"  # what adopt's note says to do: wire the gate in
+    env_py.write_text(env_py.read_text()
+                      .replace("from alembic import context\n",
+                               "from alembic import context\nfrom migrations_policy import environment as policy\n")
+                      .replace("context.configure(\n", "context.configure(\n        **policy.configure_options(context),\n"))
     upgraded = run(["-c", "from migrations_policy.cli import dbsync_main; raise SystemExit(dbsync_main())",
                     "upgrade"], tmp_path)
     assert upgraded.returncode == 0, upgraded.stderr
