@@ -77,7 +77,8 @@ def commands(ini) -> dict[str, tuple]:
         "online_data_migrations": (dbsync, ["-c", str(ini)], ["online_data_migrations"], {2}),
         "stamp": (dbsync, ["-c", str(ini)], ["stamp", "heads"], {2}),
         "rollback": (dbsync, ["-c", str(ini)], ["rollback", "--dry-run"], {2}),
-        "prune": (dbsync, ["-c", str(ini)], ["prune"], {2}),
+        # the example declares no prunes: nothing to connect for (0) unless the URL cannot be parsed
+        "prune": (dbsync, ["-c", str(ini)], ["prune"], {0, 2}),
         "revision": (dbsync, ["-c", str(ini)], ["revision", "-m", "x"], {2}),
         "status-json": (dbsync, ["-c", str(ini), "--format", "json"], ["status"], {2}),
         "trace": (developer, ["trace", "-c", str(ini)], [], {2}),
