@@ -18,6 +18,7 @@ prints from it:
 from __future__ import annotations
 
 import logging
+import shutil
 import threading
 import time
 from contextlib import contextmanager
@@ -201,7 +202,8 @@ class _Reporter:
 
     def _write(self, line: str) -> None:
         try:
-            if self.mode == "live":
+            if self.mode == "live":  # one terminal row: a wrapped line could not be rewritten by "\r"
+                line = line[: max(shutil.get_terminal_size().columns - 1, 20)]
                 self.stream.write("\r" + line.ljust(self._width))
                 self._width = len(line)
             else:
