@@ -31,9 +31,12 @@ _SECRET_NAME = r"[A-Za-z_.\-]*(?:pass|pwd|secret|token|credential|auth|api_?key|
 # password runs to the *last* "@" of the word: a raw password may itself contain "@", ":" or "/".
 _PASSWORD_IN_TEXT = re.compile(
     r"(?<![^\s'\"`(=,])"  # at the start of a word: linear time on long words
-    r"(?P<prefix>(?:[A-Za-z][A-Za-z0-9+.\-]*+:?/{0,2})?[^\s:/@'\"`]*+:)(?P<pw>(?!/)[^\s'\"`]*)@")
-_SECRET_PARAMETER = re.compile(rf"(?P<name>(?<![A-Za-z0-9_.\-]){_SECRET_NAME}\s*=\s*)(?P<value>'[^']*'|[^&;\s'\"`]+)",
-                               re.IGNORECASE)
+    r"(?P<prefix>(?:[A-Za-z][A-Za-z0-9+.\-]*+:?/{0,2})?[^\s:/@'\"`(=,]*+:)(?P<pw>(?!/)[^\s'\"`]*)@")
+# name=value pairs (URL query parameters, libpq keywords): names are whole words (possessive:
+# linear time), and only those is_secret_parameter() accepts get their value masked.
+_PARAMETER = re.compile(r"(?<![A-Za-z0-9_.\-])(?P<name>[A-Za-z_.\-]++\s*=\s*)(?P<value>'[^']*'|[^&;\s'\"`]+)")
+# Words holding an "@" (where a userinfo can be), found in linear time from word starts.
+_WORD_WITH_AT = re.compile(r"(?<![^\s'\"`])[^\s'\"`@]*+@[^\s'\"`]*")
 _SECRET_PARAMETER_NAME = re.compile(rf"^{_SECRET_NAME}$", re.IGNORECASE)
 #: Passwords seen in URLs of this process; shorter ones are masked only where they stand in a URL.
 _remembered: set[str] = set()
@@ -58,8 +61,9 @@ def _remember_url_text(text: str) -> None:
     """Remember what looks like the password of a URL given as text, parsable or not."""
     for match in _PASSWORD_IN_TEXT.finditer(text):
         remember_secret(match.group("pw"))
-    for match in _SECRET_PARAMETER.finditer(text):
-        remember_secret(match.group("value").strip("'"))
+    for match in _PARAMETER.finditer(text):
+        if is_secret_parameter(match.group("name").rstrip("= \t")):
+            remember_secret(match.group("value").strip("'"))
 
 
 def parse_url(text: str) -> "URL":
@@ -104,5 +108,14 @@ def mask_text(text: str) -> str:
         if secret in text:
             text = text.replace(secret, _MASK)
     if "@" in text:
-        text = _PASSWORD_IN_TEXT.sub(lambda m: f"{m.group('prefix')}{_MASK}@", text)
-    return _SECRET_PARAMETER.sub(lambda m: f"{m.group('name')}{_MASK}", text)
+        text = _WORD_WITH_AT.sub(lambda w: _PASSWORD_IN_TEXT.sub(lambda m: f"{m.group('prefix')}{_MASK}@", w.group()),
+                                 text)
+    if "=" in text:
+        text = _PARAMETER.sub(_mask_parameter, text)
+    return text
+
+
+def _mask_parameter(match: "re.Match[str]") -> str:
+    if is_secret_parameter(match.group("name").rstrip("= \t")):
+        return f"{match.group('name')}{_MASK}"
+    return match.group()
