@@ -35,8 +35,10 @@ _PASSWORD_IN_TEXT = re.compile(
 # name=value pairs (URL query parameters, libpq keywords): names are whole words (possessive:
 # linear time), and only those is_secret_parameter() accepts get their value masked.
 _PARAMETER = re.compile(r"(?<![A-Za-z0-9_.\-])(?P<name>[A-Za-z_.\-]++\s*=\s*)(?P<value>'[^']*'|[^&;\s'\"`]+)")
-# Words holding an "@" (where a userinfo can be), found in linear time from word starts.
-_WORD_WITH_AT = re.compile(r"(?<![^\s'\"`])[^\s'\"`@]*+@[^\s'\"`]*")
+_SPACE = re.compile(r"\s")
+#: Words one of which every secret parameter name contains (a fast pre-check of _SECRET_NAME).
+_SECRET_WORDS = ("pass", "pwd", "secret", "token", "credential", "auth", "apikey", "api_key", "privatekey",
+                 "private_key", "sslkey")
 _SECRET_PARAMETER_NAME = re.compile(rf"^{_SECRET_NAME}$", re.IGNORECASE)
 #: Passwords seen in URLs of this process; shorter ones are masked only where they stand in a URL.
 _remembered: set[str] = set()
@@ -108,11 +110,38 @@ def mask_text(text: str) -> str:
         if secret in text:
             text = text.replace(secret, _MASK)
     if "@" in text:
-        text = _WORD_WITH_AT.sub(lambda w: _PASSWORD_IN_TEXT.sub(lambda m: f"{m.group('prefix')}{_MASK}@", w.group()),
-                                 text)
-    if "=" in text:
-        text = _PARAMETER.sub(_mask_parameter, text)
+        text = _mask_userinfo(text)
+    if "=" in text and _names_a_secret(text):
+        text = _by_line(text, _names_a_secret, lambda line: _PARAMETER.sub(_mask_parameter, line))
     return text
+
+
+def _by_line(text: str, wanted, mask) -> str:
+    """*mask* applied to the lines *wanted* says may hold a secret (a long output costs a scan, not a regex)."""
+    return "\n".join(mask(line) if wanted(line) else line for line in text.split("\n"))
+
+
+def _names_a_secret(text: str) -> bool:
+    low = text.lower()
+    return any(word in low for word in _SECRET_WORDS)
+
+
+def _mask_userinfo(text: str) -> str:
+    """``user:***@`` in the whitespace-separated words that hold an "@"; the rest of the text is
+    only searched for "@" and whitespace (C speed), never by the pattern."""
+    out, done = [], 0  # text[:done] is settled
+    at = text.find("@")
+    while at != -1:
+        start = max(text.rfind(space, done, at) for space in " \n\t\r") + 1
+        start = max(start, done)
+        end_match = _SPACE.search(text, at)
+        end = end_match.start() if end_match else len(text)
+        out.append(text[done:start])
+        out.append(_PASSWORD_IN_TEXT.sub(lambda m: f"{m.group('prefix')}{_MASK}@", text[start:end]))
+        done = end
+        at = text.find("@", end)
+    out.append(text[done:])
+    return "".join(out)
 
 
 def _mask_parameter(match: "re.Match[str]") -> str:
