@@ -144,8 +144,8 @@ def read_ini_section(path: str | os.PathLike[str]) -> dict[str, str] | None:
     return dict(parser.items(SECTION))
 
 
-def read_pyproject(path: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """The ``[tool.migrations_policy]`` table of a pyproject.toml, or None if absent."""
+def read_pyproject(path: str | os.PathLike[str], table: str = SECTION) -> dict[str, Any] | None:
+    """The ``[tool.migrations_policy]`` (or ``[tool.TABLE]``) table of a pyproject.toml, or None if absent."""
     if not os.path.exists(path):
         return None
     if sys.version_info >= (3, 11):
@@ -160,8 +160,9 @@ def read_pyproject(path: str | os.PathLike[str]) -> dict[str, Any] | None:
             data = tomllib.load(fh)
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read: {_first_line(exc)}") from None
-    table = data.get("tool", {}).get(SECTION)
-    return dict(table) if isinstance(table, dict) else None
+    tool = data.get("tool", {})
+    found = tool.get(table) if isinstance(tool, dict) else None
+    return dict(found) if isinstance(found, dict) else None
 
 
 def load_settings(

@@ -26,6 +26,8 @@ from typing import Any, Callable
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from .lock_holders import lock_wait_context
+
 log = logging.getLogger(__name__)
 
 #: MariaDB/MySQL: ER_LOCK_WAIT_TIMEOUT (row and metadata lock waits).
@@ -95,7 +97,8 @@ def _retrying(execute: Callable[..., Any], connection: Connection, retries: int,
                 if not is_lock_timeout(exc) or attempt >= len(delays):
                     raise
                 stats.timeouts += 1
-                log.warning("DDL gave up waiting for a lock; retry %d/%d in %.1f s",
+                log.warning("DDL gave up waiting for a lock%s; retry %d/%d in %.1f s",
+                            lock_wait_context(connection, args[0] if args else None),
                             attempt + 1, len(delays), delays[attempt])
                 sleep(delays[attempt])
                 attempt += 1

@@ -88,7 +88,8 @@ def how_to_finish(config: Any) -> str:
     return (f"Finish them with: {dbsync} online_data_migrations   (repeat until it exits 0; exit 3 means "
             "caught up while old code still writes: stop it, then run once more; "
             f"`{dbsync} status` shows progress), then rerun: {dbsync} upgrade --contract. "
-            "To override (recorded in the ledger): dbsync upgrade --contract --force")
+            f"To override (recorded in migrations_policy_gate_overrides): {dbsync} upgrade --contract --force "
+            "--reason '...'")
 
 
 def _annotate_offline(context: Any, migration_context: Any, revisions: list) -> None:
