@@ -9,7 +9,8 @@ commands hand to the migration context), so that before the first step:
    ``alembic upgrade heads`` alike; in offline ``--sql`` mode it writes the
    requirements as SQL comments and warns that it could not check them;
 2. the session gets a bounded lock timeout and every statement is retried with
-   backoff when it times out on a lock (``lock_timeout.py``);
+   backoff when it times out on a lock (``lock_timeout.py``), and each statement
+   of a revision is journaled so that an interrupted one resumes (``journal.py``);
 3. an ``on_version_apply`` callback records each applied revision's phase in
    ``migrations_policy_revisions``, so ``assert_schema_compatible`` can tell an
    unknown expand revision (fine for older code) from an unknown contract one.
@@ -25,7 +26,7 @@ from typing import Any, Callable
 import sqlalchemy as sa
 from alembic.runtime.migration import RevisionStep
 
-from . import gate, lock_timeout
+from . import gate, journal, lock_timeout
 from .config import Settings, load_settings
 from .environment import TABLE_PREFIX
 from .operations import GATE_CHECKED_ATTRIBUTE
@@ -123,7 +124,7 @@ def _guard(context: Any, original: Callable) -> Callable:
             connection.commit()
         context.config.attributes[STATS_ATTRIBUTE] = lock_timeout.install_statement_retries(
             migration_context, settings.lock_retries)
-        return steps
+        return journal.install(migration_context, steps)  # resumable revisions (journal.py)
 
     return steps_after_checks
 
