@@ -21,6 +21,10 @@ way.  On PostgreSQL the session's lock timeout is kept below half the server's
 transactions then gives up (and is retried) before the deadlock detector runs,
 so the application's transaction is never the one chosen as the victim.
 
+``ADD FOREIGN KEY`` takes its locks in the order applications do (referenced
+table first, then the referencing one), so it forms no lock cycle with
+transactions that insert a parent row and then its children.
+
 A ``CREATE INDEX CONCURRENTLY`` that gave up leaves an INVALID index behind; before
 each attempt (a retry, or the first attempt of a later rerun) an invalid index of
 that name is dropped concurrently, so the build starts afresh.
@@ -35,6 +39,9 @@ from typing import Any, Callable
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.schema import AddConstraint
+from sqlalchemy.sql.ddl import DDLElement
 
 from .policy.model import CREATE_INDEX
 from .policy.sql import from_sql
@@ -141,10 +148,13 @@ def _retrying(execute: Callable[..., Any], connection: Connection, retries: int,
     def run(*args: Any, **kwargs: Any) -> Any:
         attempt = 0
         while True:
+            construct = args[0] if args else kwargs.get("construct")
             savepoint = connection.begin_nested() if in_real_transaction(connection) else None
-            if savepoint is None:
-                drop_invalid_index(connection, args[0] if args else kwargs.get("construct"))
             try:
+                if savepoint is None:
+                    drop_invalid_index(connection, construct)
+                else:
+                    lock_parent_first(connection, construct)
                 result = execute(*args, **kwargs)
             except sa.exc.DBAPIError as exc:
                 if savepoint is not None and savepoint.is_active:
@@ -194,6 +204,45 @@ def drop_invalid_index(connection: Connection, construct: Any) -> bool:
     log.warning("dropping the INVALID index %s left by an earlier CREATE INDEX CONCURRENTLY, then building it again",
                 name)
     connection.execute(sa.schema.DropIndex(sa.Index(name, postgresql_concurrently=True), if_exists=True))
+    return True
+
+
+class _LockTable(DDLElement):
+    """PostgreSQL ``LOCK TABLE t IN SHARE ROW EXCLUSIVE MODE`` (what ADD FOREIGN KEY takes on both tables)."""
+
+    inherit_cache = False
+
+    def __init__(self, table: sa.Table):
+        self.table = table
+
+
+@compiles(_LockTable, "postgresql")
+def _compile_lock_table(element: _LockTable, compiler: Any, **kw: Any) -> str:
+    return f"LOCK TABLE {compiler.preparer.format_table(element.table)} IN SHARE ROW EXCLUSIVE MODE"
+
+
+def lock_parent_first(connection: Connection, construct: Any) -> bool:
+    """PostgreSQL ADD FOREIGN KEY inside a transaction: lock the referenced table, then the referencing one.
+
+    ``ALTER TABLE child ADD FOREIGN KEY`` locks the child, then the parent: the
+    opposite of an application that inserts a parent row, then its children, in
+    one transaction, which deadlocks.  Taking both locks in the application's
+    order first (parent, then child) leaves no cycle: the statement waits for the
+    writers in flight, and writers that come later wait (briefly) for it.
+    """
+    if connection.dialect.name != "postgresql" or not isinstance(construct, AddConstraint):
+        return False
+    constraint = construct.element
+    if not isinstance(constraint, sa.ForeignKeyConstraint) or constraint.table is None:
+        return False
+    try:
+        parent = constraint.referred_table
+    except Exception:  # noqa: BLE001 - a string reference alembic did not resolve: leave the order alone
+        return False
+    if parent is constraint.table:
+        return False
+    for table in (parent, constraint.table):
+        connection.execute(_LockTable(table))
     return True
 
 

@@ -226,3 +226,45 @@ def test_concurrent_index_retry_within_the_run_rebuilds_the_invalid_index(tmp_pa
     assert proj.heads() == ["r2_expand"]
     assert index_validity(proj.engine) == [True]
     proj.engine.dispose()
+
+
+# -- deadlock victims are retried like lock timeouts ----------------------------------------------
+@pytest.mark.parametrize("backend", ["mysql"], indirect=True)
+def test_a_deadlock_victim_statement_is_retried_and_the_application_commits(tmp_path, db_url, capsys, caplog):
+    """InnoDB picks the lighter transaction as the victim: the revision's one-statement UPDATE, caught
+    in a cycle with an application transaction that changed many rows.  Retried, it succeeds."""
+    proj = ExpandProject(tmp_path, db_url, 'op.execute("UPDATE books SET title = \'r2\' WHERE id IN (1, 2)")',
+                         lock_retries="3", lock_timeout="5")
+    alembic_command.upgrade(Config(str(proj.ini)), "r1_release1")
+    with proj.engine.begin() as conn:
+        conn.execute(sa.text("INSERT INTO books (id, title) VALUES (1, 'a'), (2, 'b')"))
+        conn.execute(sa.text("INSERT INTO loans (id, book_id, who) VALUES " +
+                             ", ".join(f"({i}, 1, 'x')" for i in range(1, 301))))
+    ready, app_error = threading.Event(), []
+
+    def application():
+        with proj.engine.connect() as conn:
+            conn.execute(sa.text("UPDATE loans SET who = 'app'"))  # a heavy transaction
+            conn.execute(sa.text("UPDATE books SET title = 'app' WHERE id = 2"))
+            ready.set()
+            time.sleep(0.7)  # the revision now holds row 1 and waits for row 2
+            try:
+                conn.execute(sa.text("UPDATE books SET title = 'app' WHERE id = 1"))
+                conn.commit()
+            except sa.exc.DBAPIError as exc:
+                app_error.append(exc)
+
+    thread = threading.Thread(target=application, daemon=True)
+    thread.start()
+    assert ready.wait(10)
+    with caplog.at_level("WARNING", logger="migrations_policy.lock_timeout"):
+        code, out, err = dbsync(proj, capsys, "upgrade", "--expand")
+    thread.join()
+    assert app_error == []
+    assert code == 0, err
+    assert "chosen as a deadlock victim" in caplog.text
+    assert "1 statement(s) gave up waiting for a lock and were retried" in out
+    with proj.engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT title FROM books ORDER BY id")).scalars().all() == ["r2", "r2"]
+    assert proj.heads() == ["r2_expand"]
+    proj.engine.dispose()
