@@ -92,9 +92,11 @@ class Settings:
     release_mapping: str = ""
     #: Release whose object versions ``VersionedMixin`` writes during a rolling upgrade ("" = current).
     pin_release_version: str = ""
-    #: Seconds a DDL statement may wait for a lock before it gives up and retries.
+    #: Seconds a DDL statement may wait for a lock before it gives up and retries (0.001 to 86400;
+    #: on PostgreSQL at most half the server's ``deadlock_timeout`` is used).
     lock_timeout: float = 5.0
-    #: How many times a DDL statement that timed out on a lock is retried.
+    #: How many times (0 to 100) a DDL statement that timed out on a lock, or was chosen as a
+    #: deadlock victim, is retried.
     lock_retries: int = 5
     #: Default rows per batch for online data migrations (with ``batch_seconds``: the first batch).
     batch_size: int = 5000
