@@ -20,8 +20,8 @@ description (``add column nodes.meta``).
   error removes its row again.  A ``running`` row left behind means the process
   died inside that statement: it may or may not have been applied.
 
-When the revision completes, its rows are deleted in the transaction that
-moves the version table.  A rerun of the revision (``dbsync upgrade``, or plain
+When the version table moves for a revision (it completes, is downgraded or
+stamped), its rows are deleted in the transaction that moves the version.  A rerun of the revision (``dbsync upgrade``, or plain
 ``alembic upgrade`` through env.py) skips the statements the journal records as
 done, after checking that each one's hash is unchanged: a statement edited
 since is refused (one line), never silently skipped.  The statement that was
@@ -199,14 +199,26 @@ class _Run:
             pass
 
     def finish(self) -> None:
-        """The revision's statements all ran: check none recorded is left over, then clear its rows."""
+        """The revision's statements all ran: check none recorded is left over (``forget_versioned``
+        then clears its rows, with the version-table update)."""
         beyond = sorted(o for o in self.entries if o > self.ordinal)
         if beyond:
             raise JournalMismatch(
                 f"revision {self.revision}: its interrupted run applied {max(beyond)} statement(s) but the script "
                 f"now has {self.ordinal}: the script changed since; restore the script that run used, or repair "
                 "by hand (operator guide: When an expand fails)")
-        self.connection.execute(sa.delete(journal_table).where(journal_table.c.revision == self.revision))
+
+
+def forget_versioned(ctx: Any, step: Any, heads: Any, run_args: Any) -> None:
+    """``on_version_apply``: the version table now names (or no longer names) these revisions, by an
+    upgrade, a downgrade or a stamp: their journal entries describe nothing any more.  Deleted in the
+    transaction that moves the version, so a stamped, then downgraded revision never "resumes"."""
+    connection = ctx.connection
+    if ctx.as_sql or connection is None or connection.dialect.name not in JOURNALED_DIALECTS:
+        return
+    revisions = {r for r in (*step.up_revision_ids, *step.down_revision_ids) if r}
+    if revisions and sa.inspect(connection).has_table(JOURNAL_TABLE):
+        connection.execute(sa.delete(journal_table).where(journal_table.c.revision.in_(revisions)))
 
 
 class _Journal:

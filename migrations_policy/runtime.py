@@ -149,7 +149,7 @@ def guard_options(context: Any) -> dict[str, Any]:
     # env.py passes the ``alembic.context`` module proxy; its ``_proxy`` is the EnvironmentContext.
     environment = getattr(context, "_proxy", None) or context
     original = environment.context_opts.get("fn")
-    options: dict[str, Any] = {"on_version_apply": _record_phase}
+    options: dict[str, Any] = {"on_version_apply": (_record_phase, journal.forget_versioned)}
     if original is not None:
         options["fn"] = _guard(context, original)
     return options
