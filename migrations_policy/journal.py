@@ -54,7 +54,7 @@ from alembic.util import CommandError
 from sqlalchemy.engine import Connection
 
 from .environment import TABLE_PREFIX
-from .lock_timeout import error_code, in_real_transaction
+from .lock_timeout import LockRetryStats, error_code, in_real_transaction, retry_segments
 from .policy.sql import from_sql
 from .sqltext import statement_text
 
@@ -247,11 +247,13 @@ class _Journal:
         return exec_
 
 
-def install(migration_context: Any, steps: list) -> list:
+def install(migration_context: Any, steps: list, retries: LockRetryStats | None = None) -> list:
     """Journal the statements of every upgrade step in *steps* (a live PostgreSQL/MariaDB run).
 
     Wraps the context's ``impl._exec`` (outside the lock-timeout retries) and each
-    step's ``migration_fn``; returns *steps*.
+    step's ``migration_fn``; with *retries* (``lock_timeout.install_statement_retries``)
+    a lost lock wait inside a PostgreSQL transaction reruns the step, resuming from
+    the journal (``lock_timeout.retry_segments``).  Returns *steps*.
     """
     connection = migration_context.connection
     if migration_context.as_sql or connection is None or connection.dialect.name not in JOURNALED_DIALECTS:
@@ -264,6 +266,8 @@ def install(migration_context: Any, steps: list) -> list:
     for step in steps:
         if isinstance(step, RevisionStep) and step.is_upgrade:
             step.migration_fn = journal.revision(step.revision.revision, step.migration_fn)
+            if retries is not None:
+                step.migration_fn = retry_segments(step.migration_fn, retries)
     return steps
 
 

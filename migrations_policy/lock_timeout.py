@@ -7,9 +7,11 @@ lock does the same, and the server's default ``lock_wait_timeout`` is one day.
 So the session gets a short lock timeout, and a statement that hits it is
 retried after a backoff instead of failing the upgrade:
 
-* PostgreSQL: ``lock_timeout`` (``set_config``, bound parameter);
-  inside a migration's transaction each statement runs under a SAVEPOINT so a
-  timed-out statement can be retried without losing the statements before it.
+* PostgreSQL: ``lock_timeout`` (``set_config``, bound parameter).  Inside a
+  revision's transaction a lost lock wait rolls back to a SAVEPOINT taken at the
+  start of that transaction, releasing every lock it took, and the revision runs
+  again, resuming from the statement journal (``retry_segments``); statements
+  outside a transaction (``autocommit_block``) are retried one by one.
 * MariaDB/MySQL: ``lock_wait_timeout`` (metadata locks) and
   ``innodb_lock_wait_timeout`` (row locks); DDL is not transactional there, so
   the timed-out statement alone is retried.
@@ -126,10 +128,27 @@ def backoff_delays(retries: int, first: float = 0.5, cap: float = 10.0) -> list[
 
 
 class LockRetryStats:
-    """What the retries did (reported by dbsync upgrade)."""
+    """What the retries did (reported by dbsync upgrade), and the retry policy of one run."""
 
-    def __init__(self) -> None:
+    def __init__(self, retries: int = 0, sleep: Callable[[float], None] = time.sleep) -> None:
         self.timeouts = 0
+        self.retries, self.sleep = retries, sleep
+        #: Set while ``retry_segments`` runs a revision: PostgreSQL statements inside the
+        #: transaction then run under one SAVEPOINT per segment (``segment``) instead of one each.
+        self.by_segment = False
+        self.segment: Any = None
+        #: Tables to lock first (ACCESS EXCLUSIVE) when a segment starts: each one a statement of
+        #: this revision lost a lock wait on, most recent first (see ``retry_segments``).
+        self.prelock: list[str] = []
+        self.lost_on: str | None = None
+
+    def lost(self, exc: BaseException, attempt: int, delays: list[float]) -> None:
+        """Count and log a lost lock wait, then back off."""
+        self.timeouts += 1
+        log.warning("DDL %s; retry %d/%d in %.1f s",
+                    "was chosen as a deadlock victim" if is_deadlock(exc) else "gave up waiting for a lock",
+                    attempt + 1, len(delays), delays[attempt])
+        self.sleep(delays[attempt])
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return f"LockRetryStats(timeouts={self.timeouts})"
@@ -141,14 +160,25 @@ def in_real_transaction(connection: Connection) -> bool:
             and connection.get_execution_options().get("isolation_level") != "AUTOCOMMIT")
 
 
-def _retrying(execute: Callable[..., Any], connection: Connection, retries: int,
-              stats: LockRetryStats, sleep: Callable[[float], None]) -> Callable[..., Any]:
-    delays = backoff_delays(retries)
+def _retrying(execute: Callable[..., Any], connection: Connection, stats: LockRetryStats) -> Callable[..., Any]:
+    delays = backoff_delays(stats.retries)
 
     def run(*args: Any, **kwargs: Any) -> Any:
+        construct = args[0] if args else kwargs.get("construct")
+        if stats.by_segment and in_real_transaction(connection):
+            if stats.segment is None or not stats.segment.is_active:
+                stats.segment = connection.begin_nested()  # the first statement since the transaction began
+                for name in stats.prelock:
+                    connection.execute(_LockTable(_table_named(name), "ACCESS EXCLUSIVE"))
+            try:
+                lock_parent_first(connection, construct)
+                return execute(*args, **kwargs)
+            except sa.exc.DBAPIError as exc:  # a lost lock wait: retry_segments retries the whole segment
+                if is_retryable(exc):
+                    stats.lost_on = _target_table(connection, construct)
+                raise
         attempt = 0
         while True:
-            construct = args[0] if args else kwargs.get("construct")
             savepoint = connection.begin_nested() if in_real_transaction(connection) else None
             try:
                 if savepoint is None:
@@ -161,11 +191,7 @@ def _retrying(execute: Callable[..., Any], connection: Connection, retries: int,
                     savepoint.rollback()
                 if not is_retryable(exc) or attempt >= len(delays):
                     raise
-                stats.timeouts += 1
-                log.warning("DDL %s; retry %d/%d in %.1f s",
-                            "was chosen as a deadlock victim" if is_deadlock(exc) else "gave up waiting for a lock",
-                            attempt + 1, len(delays), delays[attempt])
-                sleep(delays[attempt])
+                stats.lost(exc, attempt, delays)
                 attempt += 1
                 continue
             if savepoint is not None and savepoint.is_active:
@@ -173,6 +199,42 @@ def _retrying(execute: Callable[..., Any], connection: Connection, retries: int,
             return result
 
     return run
+
+
+def retry_segments(migration_fn: Callable[..., Any], stats: LockRetryStats) -> Callable[..., Any]:
+    """Run a revision so that, on PostgreSQL, a lost lock wait inside its transaction releases *every*
+    lock the transaction took since it began (or since its last ``autocommit_block``), not only the
+    failed statement's, then runs the revision again after a backoff.
+
+    Retrying the statement alone would keep the locks of the statements before it: an application
+    transaction waiting for one of them while holding what the statement needs would stay in the
+    cycle, be picked by the deadlock detector, or starve the revision.  And rerunning in the same
+    order would lose the same way while the application keeps writing in its order: so the rerun
+    first locks (ACCESS EXCLUSIVE, for the moment the segment takes) each table a statement lost
+    on, most recent first — the application's order, learnt.  The rerun must skip what committed
+    before the segment: only journaled (upgrade) steps are run through here.
+    """
+    delays = backoff_delays(stats.retries)
+
+    def migrate(**kw: Any) -> Any:
+        attempt, stats.prelock = 0, []
+        while True:
+            stats.by_segment, stats.segment, stats.lost_on = True, None, None
+            try:
+                return migration_fn(**kw)
+            except sa.exc.DBAPIError as exc:
+                segment = stats.segment
+                if not is_retryable(exc) or segment is None or not segment.is_active or attempt >= len(delays):
+                    raise
+                segment.rollback()
+                if stats.lost_on and stats.lost_on not in stats.prelock:
+                    stats.prelock.insert(0, stats.lost_on)
+                stats.lost(exc, attempt, delays)
+                attempt += 1
+            finally:
+                stats.by_segment, stats.segment = False, None
+
+    return migrate
 
 
 def _concurrent_index_name(connection: Connection, construct: Any) -> str | None:
@@ -208,17 +270,34 @@ def drop_invalid_index(connection: Connection, construct: Any) -> bool:
 
 
 class _LockTable(DDLElement):
-    """PostgreSQL ``LOCK TABLE t IN SHARE ROW EXCLUSIVE MODE`` (what ADD FOREIGN KEY takes on both tables)."""
+    """PostgreSQL ``LOCK TABLE t IN <mode> MODE``."""
 
     inherit_cache = False
+    _MODES = ("SHARE ROW EXCLUSIVE", "ACCESS EXCLUSIVE")
 
-    def __init__(self, table: sa.Table):
-        self.table = table
+    def __init__(self, table: sa.Table, mode: str = "SHARE ROW EXCLUSIVE"):
+        if mode not in self._MODES:
+            raise ValueError(f"lock mode {mode!r}")
+        self.table, self.mode = table, mode
 
 
 @compiles(_LockTable, "postgresql")
 def _compile_lock_table(element: _LockTable, compiler: Any, **kw: Any) -> str:
-    return f"LOCK TABLE {compiler.preparer.format_table(element.table)} IN SHARE ROW EXCLUSIVE MODE"
+    return f"LOCK TABLE {compiler.preparer.format_table(element.table)} IN {element.mode} MODE"
+
+
+def _table_named(name: str) -> sa.Table:
+    schema, _, table = name.rpartition(".")
+    return sa.Table(table, sa.MetaData(), schema=schema or None)
+
+
+def _target_table(connection: Connection, construct: Any) -> str | None:
+    """The table a DDL statement changes (``schema.table`` or ``table``), if it can be read from its SQL."""
+    try:
+        operations = from_sql(statement_text(construct, connection))
+    except Exception:  # noqa: BLE001 - unknown statement: nothing learnt
+        return None
+    return next((o.table for o in operations if o.table), None)
 
 
 def lock_parent_first(connection: Connection, construct: Any) -> bool:
@@ -254,9 +333,9 @@ def install_statement_retries(migration_context: Any, retries: int,
     only (alembic has no public per-statement hook); the context lives for one
     alembic command.
     """
-    stats = LockRetryStats()
+    stats = LockRetryStats(retries, sleep)
     connection = migration_context.connection
     if connection is not None and connection.dialect.name in ("postgresql", "mysql", "mariadb"):
         impl = migration_context.impl
-        impl._exec = _retrying(impl._exec, connection, retries, stats, sleep)
+        impl._exec = _retrying(impl._exec, connection, stats)
     return stats

@@ -124,7 +124,8 @@ def _guard(context: Any, original: Callable) -> Callable:
             connection.commit()
         context.config.attributes[STATS_ATTRIBUTE] = lock_timeout.install_statement_retries(
             migration_context, settings.lock_retries)
-        return journal.install(migration_context, steps)  # resumable revisions (journal.py)
+        return journal.install(migration_context, steps,  # resumable revisions (journal.py)
+                               context.config.attributes[STATS_ATTRIBUTE])
 
     return steps_after_checks
 

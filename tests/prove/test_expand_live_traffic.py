@@ -51,6 +51,17 @@ op.drop_column("loans", "note")
 op.drop_column("books", "isbn")
 """
 
+#: A revision that is one transaction on PostgreSQL: it holds ``books`` (ACCESS EXCLUSIVE) while it
+#: asks for ``loans``; writers that touch ``loans`` first, then ``books``, close a cycle.
+ONE_TRANSACTION = """
+op.add_column("books", sa.Column("isbn", sa.String(20)))
+op.add_column("loans", sa.Column("note", sa.String(40)))
+"""
+ONE_TRANSACTION_DOWNGRADE = """
+op.drop_column("loans", "note")
+op.drop_column("books", "isbn")
+"""
+
 books = sa.table("books", sa.column("id"), sa.column("title"))
 loans = sa.table("loans", sa.column("id"), sa.column("book_id"), sa.column("who"))
 
@@ -58,8 +69,8 @@ loans = sa.table("loans", sa.column("id"), sa.column("book_id"), sa.column("who"
 class Workload:
     """Release-1 writers: INSERT books, then INSERT loans, one transaction each."""
 
-    def __init__(self, engine: sa.Engine, ids: itertools.count):
-        self.engine, self.ids = engine, ids
+    def __init__(self, engine: sa.Engine, ids: itertools.count, order: str):
+        self.engine, self.ids, self.order = engine, ids, order
         self.stop = threading.Event()
         self.committed = 0
         self.errors: list[str] = []
@@ -70,8 +81,12 @@ class Workload:
             key = next(self.ids)
             try:
                 with self.engine.begin() as conn:
-                    conn.execute(sa.insert(books).values(id=key, title=f"b{key}"))
-                    conn.execute(sa.insert(loans).values(id=key, book_id=key, who="w"))
+                    if self.order == "books, loans":  # a new book, then a loan of it
+                        conn.execute(sa.insert(books).values(id=key, title=f"b{key}"))
+                        conn.execute(sa.insert(loans).values(id=key, book_id=key, who="w"))
+                    else:  # a loan returned, then its book's title touched
+                        conn.execute(sa.update(loans).where(loans.c.id == key % 50 + 1).values(who=f"r{key}"))
+                        conn.execute(sa.update(books).where(books.c.id == key % 50 + 1).values(title=f"t{key}"))
                 self.committed += 1
             except sa.exc.DBAPIError as exc:
                 self.errors.append(f"{error_code(exc)}: {str(exc.orig)[:80]}")
@@ -87,20 +102,33 @@ class Workload:
             thread.join(60)
 
 
+SCENARIOS = {
+    # the issue's case: the FOREIGN KEY locks loans, then books; the writers books, then loans
+    "foreign key vs books, loans": (BODY, DOWNGRADE, "books, loans"),
+    # the revision's first statement keeps books locked while the second waits for loans
+    "one transaction vs loans, books": (ONE_TRANSACTION, ONE_TRANSACTION_DOWNGRADE, "loans, books"),
+}
+
+
 @pytest.mark.parametrize("backend", ["postgresql", "mysql"], indirect=True)
-def test_expand_under_live_multi_table_writes_never_loses_either_side(tmp_path, db_url, backend):
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_expand_under_live_multi_table_writes_never_loses_either_side(tmp_path, db_url, backend, scenario):
     seed = int(os.environ.get("MP_PROVE_SEED", random.randrange(10**6)))
     print(f"MP_PROVE_SEED={seed}")
     rng = random.Random(seed)
-    proj = ExpandProject(tmp_path, db_url, BODY, downgrade=DOWNGRADE, lock_retries="10")
+    body, downgrade, order = SCENARIOS[scenario]
+    proj = ExpandProject(tmp_path, db_url, body, downgrade=downgrade, lock_retries="10")
     config = Config(str(proj.ini))
     alembic_command.upgrade(config, "r1_release1")
+    with proj.engine.begin() as conn:  # rows for the "loans, books" writers to update
+        conn.execute(sa.insert(books), [{"id": i, "title": "x"} for i in range(1, 51)])
+        conn.execute(sa.insert(loans), [{"id": i, "book_id": i, "who": "x"} for i in range(1, 51)])
     engine = sa.create_engine(db_url, pool_size=WRITERS + 2)
-    ids = itertools.count(1)
+    ids = itertools.count(51)
     failures, retried, committed, seconds = [], 0, 0, []
     try:
         for trial in range(TRIALS):
-            with Workload(engine, ids) as workload:
+            with Workload(engine, ids, order) as workload:
                 time.sleep(rng.uniform(0.05, 0.3))  # writers are mid-transaction when expand starts
                 project = Project(proj.ini)
                 started = time.monotonic()
@@ -120,7 +148,7 @@ def test_expand_under_live_multi_table_writes_never_loses_either_side(tmp_path, 
     finally:
         engine.dispose()
         proj.engine.dispose()
-    print(f"{backend}: {TRIALS} expands under {WRITERS} writers: {len(failures)} failures, "
+    print(f"{backend}, {scenario}: {TRIALS} expands under {WRITERS} writers: {len(failures)} failures, "
           f"{retried} lock waits lost and retried by expand, {committed} application transactions committed, "
           f"expand took {min(seconds):.2f}-{max(seconds):.2f} s")
     assert failures == []
