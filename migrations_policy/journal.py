@@ -53,26 +53,15 @@ from alembic.script import ScriptDirectory
 from alembic.util import CommandError
 from sqlalchemy.engine import Connection
 
-from .environment import TABLE_PREFIX
+from .framework_tables import JOURNAL_TABLE, journal_table
 from .lock_timeout import LockRetryStats, error_code, in_real_transaction, retry_segments
 from .policy.sql import from_sql
 from .sqltext import statement_text
 
 log = logging.getLogger(__name__)
 
-JOURNAL_TABLE = f"{TABLE_PREFIX}statements"
 JOURNALED_DIALECTS = ("postgresql", "mysql", "mariadb")
 RUNNING, DONE = "running", "done"
-
-_metadata = sa.MetaData()
-journal_table = sa.Table(
-    JOURNAL_TABLE, _metadata,
-    sa.Column("revision", sa.String(255), primary_key=True),
-    sa.Column("ordinal", sa.Integer, primary_key=True, autoincrement=False),
-    sa.Column("sql_hash", sa.String(64), nullable=False),
-    sa.Column("description", sa.String(255), nullable=False),
-    sa.Column("state", sa.String(16), nullable=False),
-)
 
 #: "already exists" / "does not exist" answers: a statement that was running when the last run
 #: died and now gets one of these had been applied.  PostgreSQL SQLSTATEs, MariaDB/MySQL errnos.
