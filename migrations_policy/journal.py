@@ -38,16 +38,13 @@ one transaction.
 
 from __future__ import annotations
 
+import functools
 import hashlib
-import io
 import logging
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import sqlalchemy as sa
-from alembic import op as alembic_op
-from alembic.migration import MigrationContext
-from alembic.operations import Operations
 from alembic.runtime.migration import RevisionStep
 from alembic.script import ScriptDirectory
 from alembic.util import CommandError
@@ -55,6 +52,7 @@ from sqlalchemy.engine import Connection
 
 from .framework_tables import JOURNAL_TABLE, journal_table
 from .lock_timeout import LockRetryStats, error_code, in_real_transaction, retry_segments
+from .offline_run import record_operations
 from .policy.sql import from_sql
 from .sqltext import statement_text
 
@@ -216,6 +214,7 @@ class _Journal:
         self.run: _Run | None = None
 
     def revision(self, revision: str, migration_fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(migration_fn)  # alembic names the step after the function ("upgrade")
         def migrate(**kw: Any) -> Any:
             self.run = _Run(self.connection, revision)
             try:
@@ -299,24 +298,10 @@ def planned_statements(script: ScriptDirectory, revision: str, connection: Conne
     rev = script.get_revision(revision)
     if rev is None:
         return None
-    context = MigrationContext.configure(dialect=connection.dialect,
-                                         opts={"as_sql": True, "output_buffer": io.StringIO()})
     texts: list[str] = []
-
-    def record(construct: Any, *args: Any, **kwargs: Any) -> None:
-        texts.append(statement_text(construct, connection))
-
-    context.impl._exec = record
-    previous = getattr(alembic_op, "_proxy", None)
-    try:
-        with Operations.context(context):
-            rev.module.upgrade()
-    except Exception:  # noqa: BLE001 - a script that needs the database online: total unknown
-        return None
-    finally:
-        if previous is not None:
-            previous._install_proxy()
-    return texts
+    _, problem = record_operations(rev.module.upgrade, connection.dialect,
+                                   on_statement=lambda construct: texts.append(statement_text(construct, connection)))
+    return None if problem else texts
 
 
 def partly_applied(connection: Connection, script: ScriptDirectory) -> list[PartlyApplied]:

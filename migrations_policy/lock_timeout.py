@@ -34,6 +34,7 @@ that name is dropped concurrently, so the build starts afresh.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import time
@@ -142,6 +143,7 @@ class LockRetryStats:
         #: this revision lost a lock wait on, most recent first (see ``retry_segments``).
         self.prelock: list[str] = []
         self.lost_on: str | None = None
+        self.lost_statement: Any = None  # the statement that lost, for the retry message
 
     def lost(self, exc: BaseException, attempt: int, delays: list[float], context: str = "") -> None:
         """Count and log a lost lock wait (*context*: the table, revision and lock holder), then back off."""
@@ -176,7 +178,7 @@ def _retrying(execute: Callable[..., Any], connection: Connection, stats: LockRe
                 return execute(*args, **kwargs)
             except sa.exc.DBAPIError as exc:  # a lost lock wait: retry_segments retries the whole segment
                 if is_retryable(exc):
-                    stats.lost_on = _target_table(connection, construct)
+                    stats.lost_on, stats.lost_statement = _target_table(connection, construct), construct
                 raise
         attempt = 0
         while True:
@@ -217,6 +219,7 @@ def retry_segments(migration_fn: Callable[..., Any], stats: LockRetryStats) -> C
     """
     delays = backoff_delays(stats.retries)
 
+    @functools.wraps(migration_fn)  # alembic names the step after the function ("upgrade")
     def migrate(**kw: Any) -> Any:
         attempt, stats.prelock = 0, []
         while True:
@@ -230,7 +233,7 @@ def retry_segments(migration_fn: Callable[..., Any], stats: LockRetryStats) -> C
                 segment.rollback()
                 if stats.lost_on and stats.lost_on not in stats.prelock:
                     stats.prelock.insert(0, stats.lost_on)
-                stats.lost(exc, attempt, delays)
+                stats.lost(exc, attempt, delays, lock_wait_context(segment.connection, stats.lost_statement))
                 attempt += 1
             finally:
                 stats.by_segment, stats.segment = False, None
