@@ -107,6 +107,11 @@ class Planner:
             return next(iter(found.primary_key.columns)).name
         return "id"
 
+    def _not_null(self, table: str, columns: list[str]) -> bool:
+        """Any of *columns* is NOT NULL in the target metadata (unknown: False)."""
+        found = self.metadata.tables.get(table) if self.metadata is not None else None
+        return found is not None and any(c in found.c and not found.c[c].nullable for c in columns)
+
     def _table(self, container: ops.ModifyTableOps) -> None:
         table, schema = container.table_name, container.schema
         new = table in self.new_tables
@@ -164,7 +169,8 @@ class Planner:
         """Data: backfill NULLs; contract: SET NOT NULL (``render.SetNotNull``)."""
         table, column = op.table_name, op.column_name
         name = stubs.migration_name(table, column, "not_null")
-        self.plan.stubs.append(stubs.Stub(stubs.BACKFILL, name, table, self._key_of(table), column))
+        self.plan.stubs.append(stubs.Stub(stubs.BACKFILL, name, table, self._key_of(table), column,
+                                          types={column: op.existing_type}))
         alter = ops.AlterColumnOp(table, column, schema=op.schema, modify_nullable=False,
                                   existing_type=op.existing_type, existing_server_default=op.existing_server_default,
                                   existing_nullable=True)
@@ -190,7 +196,8 @@ class Planner:
             f"Contract drops {old!r}."))
         self.plan.expand.append(ops.AddColumnOp(table, sa.Column(new_name, new_type, nullable=True),
                                                 schema=op.schema))
-        self.plan.stubs.append(stubs.Stub(stubs.COPY, name, table, self._key_of(table), new_name, source=old))
+        self.plan.stubs.append(stubs.Stub(stubs.COPY, name, table, self._key_of(table), new_name, source=old,
+                                          types={old: op.existing_type, new_name: new_type}))
         old_column = sa.Column(old, op.existing_type, nullable=bool(op.existing_nullable))
         work.alters.append(ops.DropColumnOp.from_column_and_tablename(op.schema, table, old_column))
 
@@ -204,7 +211,8 @@ class Planner:
                     free.remove(add)
                     name = stubs.migration_name(table, add.column.name, "from", old.name)
                     self.plan.stubs.append(stubs.Stub(stubs.COPY, name, table, self._key_of(table),
-                                                      add.column.name, source=old.name, guessed=True))
+                                                      add.column.name, source=old.name, guessed=True,
+                                                      types={old.name: old.type, add.column.name: add.column.type}))
                     break
 
     def _foreign_key(self, op: ops.CreateForeignKeyOp, work: _TableWork) -> None:
@@ -213,7 +221,7 @@ class Planner:
         self.plan.stubs.append(stubs.Stub(
             stubs.ORPHANS, name, op.source_table, self._key_of(op.source_table), op.local_cols[0],
             parent_table=op.referent_table, parent_columns=list(op.remote_cols),
-            child_columns=list(op.local_cols)))
+            child_columns=list(op.local_cols), required=self._not_null(op.source_table, op.local_cols)))
         if op.constraint_name:
             work.validate.append(render.ValidateConstraint(op.source_table, op.constraint_name))
             work.after.append(render.SqliteRebuildForeignKey(op))

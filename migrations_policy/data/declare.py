@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
@@ -102,9 +103,12 @@ class DataMigration:
             raise ConfigError(f"{where}: give exactly one of values= (set-based) or migrate= (a function)")
         if self.values is None and self.pending is None:
             raise ConfigError(f"{where}: the function form needs pending= (true for rows still to migrate)")
-        for column in self.values or {}:
+        for column, value in (self.values or {}).items():
             if column not in self.table.c:
                 raise ConfigError(f"{where}: values sets {column!r}, not a column of {self.table.name}")
+            if isinstance(value, FillIn):
+                raise ConfigError(f"{value.where}: {where}: {value.what} is not filled in "
+                                  f"(replace FILL_IN(...) with a value or a Core expression)")
         if self.values is not None:
             if not self.values:
                 raise ConfigError(f"{where}: values= sets no column")
@@ -178,6 +182,26 @@ class DataMigration:
                 raise ValueError(f"{self.name} has no option {key!r} (known: {known})")
             parsed[key] = _convert(text, self.options[key])
         return parsed
+
+
+class FillIn:
+    """A placeholder a generated stub leaves for the developer: ``FILL_IN("what")``.
+
+    A ``DataMigration`` whose ``values`` still holds one is refused at declaration,
+    naming the file and line of the placeholder, so an unfinished stub neither runs
+    nor lets the contract gate through.
+    """
+
+    def __init__(self, what: str):
+        frame = sys._getframe(1)
+        self.what = what
+        self.where = f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+    def __repr__(self) -> str:
+        return f"FILL_IN({self.what!r})"
+
+
+FILL_IN = FillIn
 
 
 class _Differs(ColumnElement[bool]):

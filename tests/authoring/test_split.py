@@ -4,7 +4,13 @@ the data migrations run, the scripts linted, and ``alembic check`` converging.""
 
 from __future__ import annotations
 
+import re
+import sys
+
+import pytest
 import sqlalchemy as sa
+
+from migrations_policy.errors import ConfigError
 
 from .conftest import module_of
 
@@ -81,12 +87,19 @@ def test_every_kind_of_change(workspace, backend):
         assert lint(path, phase) == [], path.name
 
     workspace.upgrade("expand@head")
-    # the developer fills in the backfill values, lists the module, runs the data migrations
-    data = files["data"].read_text()
-    data = data.replace("FILL_IN_NODES_MUST_NOT_NULL = None", "FILL_IN_NODES_MUST_NOT_NULL = 0")
-    data = data.replace("FILL_IN_NODES_STATE_NOT_NULL = None", "FILL_IN_NODES_STATE_NOT_NULL = 'enroll'")
-    files["data"].write_text(data)
+    # an unfilled placeholder is named with its file and line, and nothing runs
     workspace.use_data_migrations(files["data"])
+    data = files["data"].read_text()
+    placeholder = "FILL_IN_NODES_MUST_NOT_NULL = FILL_IN('the value for NULL rows of nodes.must')"
+    line = data.splitlines().index(placeholder) + 1
+    with pytest.raises(ConfigError, match=re.escape(f"{files['data']}:{line}: data migration "
+                                                    "'nodes_must_not_null': the value for NULL rows")):
+        workspace.run_data_migrations()
+    # the developer fills in the backfill values, lists the module, runs the data migrations
+    data = re.sub(r"FILL_IN_NODES_MUST_NOT_NULL = FILL_IN\(.*\)", "FILL_IN_NODES_MUST_NOT_NULL = 0", data)
+    data = re.sub(r"FILL_IN_NODES_STATE_NOT_NULL = FILL_IN\(.*\)", "FILL_IN_NODES_STATE_NOT_NULL = 'enroll'", data)
+    files["data"].write_text(data)
+    sys.modules.pop(f"dm.{files['data'].stem}", None)
     assert workspace.run_data_migrations() == 0
     workspace.upgrade("heads")
     with sa.create_engine(workspace.url).connect() as conn:
