@@ -41,7 +41,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.compiler import compiles
-from sqlalchemy.sql import ColumnElement, TableClause
+from sqlalchemy.sql import ColumnElement, TableClause, operators
 
 from ..errors import ConfigError
 
@@ -233,23 +233,28 @@ def differs(left: Any, right: Any) -> ColumnElement[bool]:
                     sa.sql.coercions.expect(sa.sql.roles.ExpressionElementRole, right))
 
 
+def _sides(element: _Differs, compiler: Any, kw: Any, wrap: Callable[[Any], Any] = lambda side: side) -> tuple:
+    """Both sides rendered (parenthesised where needed); written out here because some
+    dialects' own IS DISTINCT FROM drops the compile options (literal binds)."""
+    return tuple(compiler.process(wrap(side).self_group(against=operators.is_distinct_from), **kw)
+                 for side in (element.left, element.right))
+
+
 @compiles(_Differs)
 def _differs_default(element: _Differs, compiler: Any, **kw: Any) -> str:
-    return compiler.process(element.left.is_distinct_from(element.right), **kw)
+    return "%s IS DISTINCT FROM %s" % _sides(element, compiler, kw)
 
 
 @compiles(_Differs, "sqlite")
 def _differs_sqlite(element: _Differs, compiler: Any, **kw: Any) -> str:
-    right = sa.collate(element.right, "BINARY") if element.textual else element.right
-    return compiler.process(element.left.is_distinct_from(right), **kw)
+    left, right = _sides(element, compiler, kw)
+    return f"{left} IS NOT ({right}) COLLATE BINARY" if element.textual else f"{left} IS NOT {right}"
 
 
 @compiles(_Differs, "mysql")
 def _differs_mysql(element: _Differs, compiler: Any, **kw: Any) -> str:
-    left, right = element.left, element.right
-    if element.textual:
-        left, right = sa.cast(left, sa.LargeBinary), sa.cast(right, sa.LargeBinary)
-    return compiler.process(left.is_distinct_from(right), **kw)
+    exact = (lambda side: sa.cast(side, sa.LargeBinary)) if element.textual else (lambda side: side)
+    return "NOT (%s <=> %s)" % _sides(element, compiler, kw, exact)
 
 
 def _as_expression(value: Any, type_: Any) -> sa.ColumnElement:
