@@ -13,7 +13,10 @@ on PostgreSQL, MySQL/MariaDB and SQLite:
   ``CHECK (col IS NOT NULL)`` so that no step holds an exclusive lock for a scan;
 * ``ValidateConstraint``: ``VALIDATE CONSTRAINT`` on PostgreSQL (in contract);
 * ``Batch``: ops inside ``op.batch_alter_table`` (SQLite rebuilds, others ALTER);
-* ``Note``: comment lines telling the developer what to fill in.
+* ``Note``: comment lines telling the developer what to fill in;
+* ``sync_triggers.CreateSyncTriggerOp`` / ``DropSyncTriggerOp``: ``op.create_sync_trigger``
+  in expand and ``op.drop_sync_trigger`` in contract (their module is imported by the
+  script, which registers the operations).
 
 Every op has ``reverse()`` so the downgrade of each script is generated too.
 """
@@ -26,6 +29,11 @@ from alembic.autogenerate import renderers
 from alembic.autogenerate.render import render_op
 from alembic.operations import ops
 from sqlalchemy.dialects import postgresql
+
+from ..sync_triggers import CreateSyncTriggerOp, DropSyncTriggerOp
+
+#: The import a script using the sync-trigger operations needs (it registers them).
+SYNC_TRIGGERS_IMPORT = "import migrations_policy.sync_triggers  # noqa: F401  (registers op.create_sync_trigger)"
 
 _PG = 'if op.get_context().dialect.name == "postgresql":'
 _MYSQL = 'if op.get_context().dialect.name == "mysql":'
@@ -141,6 +149,18 @@ def quote_pg(name: str) -> str:
 @renderers.dispatch_for(Note)
 def _note(autogen_context, op: Note) -> list[str]:
     return [f"# {line}".rstrip() for line in op.text.splitlines()]
+
+
+@renderers.dispatch_for(CreateSyncTriggerOp)
+def _create_sync_trigger(autogen_context, op: CreateSyncTriggerOp) -> list[str]:
+    pair = op.pair
+    return [f"op.create_sync_trigger({pair.table!r}, old={pair.old!r}, new={pair.new!r})"]
+
+
+@renderers.dispatch_for(DropSyncTriggerOp)
+def _drop_sync_trigger(autogen_context, op: DropSyncTriggerOp) -> list[str]:
+    pair = op.pair
+    return [f"op.drop_sync_trigger({pair.table!r}, old={pair.old!r}, new={pair.new!r})"]
 
 
 @renderers.dispatch_for(OnlineIndex)

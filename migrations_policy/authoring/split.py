@@ -11,8 +11,10 @@ Each op autogenerate found is described to the knowledge base
   defaults, comments, dropping NOT NULL;
 * contract: drops, SET NOT NULL (on PostgreSQL through a validated ``CHECK``,
   see ``render.SetNotNull``), other constraints on existing tables;
-* multi-step (type change, rename): expand adds the new column, a data migration
-  copies, contract drops the old column.
+* multi-step (type change, rename): expand adds the new column and sync triggers
+  (``sync_triggers``: each release's writes reach the other's column), a data
+  migration copies the rows written before, contract drops the triggers and then
+  the old column.
 
 Data migrations go to a stub module (``stubs``); the contract script lists them
 in ``requires_data_migrations`` for the gate.  An empty phase writes no file.
@@ -32,7 +34,8 @@ from alembic.util import rev_id as new_rev_id
 
 from ..policy import model as m
 from . import classify, render, stubs
-from .render import Batch, Note
+from ..sync_triggers import CreateSyncTriggerOp, DropSyncTriggerOp
+from .render import SYNC_TRIGGERS_IMPORT, Batch, Note
 
 EXPAND, CONTRACT = "expand", "contract"
 
@@ -52,6 +55,7 @@ class Plan:
 class _TableWork:
     """Contract work on one existing table, emitted in a safe order."""
 
+    drop_triggers: list = field(default_factory=list)  # sync triggers: before the columns they use go
     validate: list = field(default_factory=list)
     drop_constraints: list = field(default_factory=list)
     drop_indexes: list = field(default_factory=list)
@@ -60,7 +64,7 @@ class _TableWork:
     after: list = field(default_factory=list)
 
     def operations(self, table: str, schema: str | None) -> list:
-        out = list(self.validate) + self.set_not_null
+        out = list(self.drop_triggers) + self.validate + self.set_not_null
         if self.drop_constraints:
             out.append(Batch(table, self.drop_constraints, schema))
         out.extend(self.drop_indexes)
@@ -188,14 +192,17 @@ class Planner:
         name = stubs.migration_name(table, new_name, "from", old)
         self.plan.expand.append(Note(
             f"{table}.{old} {what}: a column cannot change while old code runs.  This adds\n"
-            f"{new_name!r} ({new_type!r}); FILL IN:\n"
-            f"  1. map the new column in your model (keep {old!r} mapped while the previous\n"
-            f"     release runs, and write both: see docs/authoring.rst, 'Resize or rename');\n"
-            f"     rename {new_name!r} here and in the data migration if you prefer another name;\n"
-            f"  2. review the {name!r} data migration that copies {old!r} into it.\n"
-            f"Contract drops {old!r}."))
+            f"{new_name!r} ({new_type!r}) and sync triggers: what the previous release writes to\n"
+            f"{old!r} reaches {new_name!r}, and what this release writes to {new_name!r} reaches\n"
+            f"{old!r} (give up=/down= expressions if a plain copy is not the conversion).  So\n"
+            f"this release may map {new_name!r} only.  FILL IN: map it in your model (rename\n"
+            f"{new_name!r} here, in the triggers and in the data migration if you prefer another\n"
+            f"name), and review the {name!r} data migration, which copies the rows written\n"
+            f"before the triggers existed.  Contract drops the triggers, then {old!r}."))
         self.plan.expand.append(ops.AddColumnOp(table, sa.Column(new_name, new_type, nullable=True),
                                                 schema=op.schema))
+        self.plan.expand.append(CreateSyncTriggerOp(table, old, new_name))
+        work.drop_triggers.append(DropSyncTriggerOp(table, old, new_name))
         self.plan.stubs.append(stubs.Stub(stubs.COPY, name, table, self._key_of(table), new_name, source=old,
                                           types={old: op.existing_type, new_name: new_type}))
         old_column = sa.Column(old, op.existing_type, nullable=bool(op.existing_nullable))
@@ -304,9 +311,11 @@ def _explicit_rev_id(context) -> bool:
 
 def _script(rev_id: str, operations: list, message: str | None, phase: str, version_path: str) -> ops.MigrationScript:
     downgrade = [r for r in (op.reverse() for op in reversed(operations)) if r is not None]
+    imports = {SYNC_TRIGGERS_IMPORT} if any(isinstance(op, (CreateSyncTriggerOp, DropSyncTriggerOp))
+                                            for op in operations) else set()
     return ops.MigrationScript(
         rev_id, ops.UpgradeOps(ops=list(operations)), ops.DowngradeOps(ops=downgrade),
-        message=message, imports=set(), head=f"{phase}@head", version_path=version_path,
+        message=message, imports=imports, head=f"{phase}@head", version_path=version_path,
     )
 
 

@@ -11,6 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 from migrations_policy.errors import ConfigError
+from migrations_policy.sync_triggers import stale_sync_triggers, sync_triggers
 
 from .conftest import module_of
 
@@ -125,16 +126,39 @@ def test_type_change_and_rename(workspace, backend):
     assert "FILL IN" in expand and "changes type" in expand
     assert "op.add_column('nodes', sa.Column('meta'" in expand
     assert "batch_op.drop_column('name')" in contract and "batch_op.drop_column('extra')" in contract
+    # sync triggers for the type change (not for the guessed rename): installed in expand, dropped
+    # in contract before the column, each script importing the module that registers the operations
+    assert "op.create_sync_trigger('nodes', old='name', new='name_new')" in expand
+    assert contract.index("op.drop_sync_trigger('nodes', old='name', new='name_new')") < \
+        contract.index("batch_op.drop_column('name')")
+    assert "extra" not in "".join(line for line in (expand + contract).splitlines() if "sync_trigger(" in line)
+    assert "import migrations_policy.sync_triggers" in expand and "import migrations_policy.sync_triggers" in contract
     assert set(module_of(files["contract"])["requires_data_migrations"]) == {
         "nodes_name_new_from_name", "nodes_meta_from_extra"}
     data = files["data"].read_text()
     assert "values={'name_new': nodes.c['name']}" in data and "GUESSED" in data
     for path, phase in ((files["expand"], "expand"), (files["contract"], "contract")):
         assert lint(path, phase) == [], path.name
+    with sa.create_engine(workspace.url).begin() as conn:
+        conn.execute(sa.text("INSERT INTO nodes (id, name) VALUES (1, 'before')"))
     workspace.upgrade("expand@head")
+    engine = sa.create_engine(workspace.url)
+    with engine.begin() as conn:  # release N writes name only; release N+1 writes name_new only
+        conn.execute(sa.text("INSERT INTO nodes (id, name) VALUES (2, 'from N')"))
+        conn.execute(sa.text("INSERT INTO nodes (id, name_new) VALUES (3, 'from N+1')"))
+        conn.execute(sa.text("UPDATE nodes SET name = 'Before' WHERE id = 1"))
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT id, name, name_new FROM nodes ORDER BY id")).all() == [
+            (1, "Before", "Before"), (2, "from N", "from N"), (3, "from N+1", "from N+1")]
+        assert len(sync_triggers(conn)) > 0
     workspace.use_data_migrations(files["data"])
     assert workspace.run_data_migrations() == 0
     workspace.upgrade("heads")
+    with engine.connect() as conn:
+        assert sync_triggers(conn) == [] and stale_sync_triggers(conn) == []
+        assert conn.execute(sa.text("SELECT id, name_new FROM nodes ORDER BY id")).all() == [
+            (1, "Before"), (2, "from N"), (3, "from N+1")]
+    engine.dispose()
 
 
 def test_no_changes_writes_nothing(workspace, backend):
