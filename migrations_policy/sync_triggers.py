@@ -186,7 +186,7 @@ def _postgresql(pair: SyncPair, dialect: Dialect) -> list[str]:
             f"  END IF;\n  RETURN NEW;\nEND")
     return [
         f"CREATE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS $mp_sync$\n{body}\n$mp_sync$",
-        f"CREATE TRIGGER {q(pair.name)} BEFORE INSERT OR UPDATE ON {q(pair.table)} "
+        f"CREATE TRIGGER {q(pair.name)} BEFORE INSERT OR UPDATE OF {q(pair.old)}, {q(pair.new)} ON {q(pair.table)} "
         f"FOR EACH ROW EXECUTE FUNCTION {function}()",
     ]
 

@@ -184,8 +184,10 @@ def test_stale_trigger_after_the_column_is_dropped(db_url):
     _install(engine)
     with engine.connect() as conn:
         assert stale_sync_triggers(conn) == []
-    if engine.dialect.name == "sqlite":  # SQLite refuses to drop a column a trigger uses
-        with pytest.raises(sa.exc.OperationalError), engine.begin() as conn:
+    if engine.dialect.name != "mysql":  # PostgreSQL (UPDATE OF makes the trigger depend on the
+        # columns) and SQLite refuse to drop a column a sync trigger uses: a forgotten
+        # drop_sync_trigger fails the contract, in its transaction, before any harm
+        with pytest.raises(sa.exc.DBAPIError, match="depend|trigger"), engine.begin() as conn:
             conn.execute(sa.text("ALTER TABLE things DROP COLUMN label"))
         return
     with engine.begin() as conn:
