@@ -30,6 +30,7 @@ from typing import Any
 import sqlalchemy as sa
 from alembic import command as alembic_command
 from alembic.operations import ops
+from alembic.util import CommandError
 from alembic.util import rev_id as new_rev_id
 
 from ..policy import model as m
@@ -80,6 +81,8 @@ class Planner:
         self.plan = Plan()
         self.new_tables: set[str] = set()
         self.metadata = metadata
+        #: Changes the split will not write, one line each (``process_revision_directives`` refuses).
+        self.refusals: list[str] = []
 
     # -- entry ------------------------------------------------------------
     def run(self, upgrade_ops: ops.UpgradeOps) -> Plan:
@@ -111,6 +114,10 @@ class Planner:
             return next(iter(found.primary_key.columns)).name
         return "id"
 
+    def _model_column(self, table: str, column: str) -> sa.Column | None:
+        found = self.metadata.tables.get(table) if self.metadata is not None else None
+        return found.c.get(column) if found is not None else None
+
     def _not_null(self, table: str, columns: list[str]) -> bool:
         """Any of *columns* is NOT NULL in the target metadata (unknown: False)."""
         found = self.metadata.tables.get(table) if self.metadata is not None else None
@@ -129,11 +136,14 @@ class Planner:
             elif isinstance(op, ops.AddColumnOp):
                 self._add_column(op, new, work)
             elif isinstance(op, ops.DropColumnOp):
+                self._relax_before_drop(op.table_name, op.to_column(), op.schema)
                 work.alters.append(op)
             elif isinstance(op, ops.CreateIndexOp):
                 self.plan.expand.append(op if new else render.OnlineIndex(op))
             elif isinstance(op, ops.DropIndexOp):
                 work.drop_indexes.append(render.OnlineIndex(op))
+            elif isinstance(op, ops.AddConstraintOp) and not new and not op.constraint_name:
+                self._refuse_unnamed(table, op)
             elif isinstance(op, ops.CreateForeignKeyOp) and not new:
                 self._foreign_key(op, work)
             elif isinstance(op, ops.DropConstraintOp):
@@ -165,9 +175,27 @@ class Planner:
         elif classify.phase(operation) == m.MULTI_STEP:
             self._replace_column(op, work)
         elif classify.phase(operation) in (m.EXPAND, m.ANY):
-            self.plan.expand.append(Batch(op.table_name, [op], op.schema))
+            self.plan.expand.append(render.OnlineAlter(op))
         else:
             work.alters.append(op)
+
+    def _refuse_unnamed(self, table: str, op: ops.AddConstraintOp) -> None:
+        kind = {"foreignkey": "foreign key", "unique": "unique constraint", "check": "check constraint"}.get(
+            op.constraint_type, "constraint")
+        self.refusals.append(
+            f"{table}: the new {kind} has no name (the metadata has no naming_convention): name it, or set "
+            "MetaData(naming_convention=...), so that contract can validate it and downgrade can drop it")
+
+    def _relax_before_drop(self, table: str, column: sa.Column, schema: str | None) -> None:
+        """A NOT NULL column without a default that contract drops: the new release no longer
+        writes it, so its inserts would fail during the rollout.  Expand relaxes it."""
+        if column.nullable or column.server_default is not None:
+            return
+        self.plan.expand.append(Note(f"{table}.{column.name} is dropped in contract: the new release no longer "
+                                     "writes it, so it\nmust accept NULL during the rollout."))
+        self.plan.expand.append(render.OnlineAlter(ops.AlterColumnOp(
+            table, column.name, schema=schema, modify_nullable=True, existing_type=column.type,
+            existing_nullable=False)))
 
     def _set_not_null(self, op: ops.AlterColumnOp, work: _TableWork) -> None:
         """Data: backfill NULLs; contract: SET NOT NULL (``render.SetNotNull``)."""
@@ -185,6 +213,14 @@ class Planner:
     def _replace_column(self, op: ops.AlterColumnOp, work: _TableWork) -> None:
         """Type change or rename: new column in expand, copy, drop the old one in contract."""
         table, old = op.table_name, op.column_name
+        model = self._model_column(table, op.modify_name or old)
+        if model is not None and model.primary_key:
+            self.refusals.append(
+                f"{table}.{old} is in the primary key: the split does not change a key column's type or name "
+                "(it would leave the table without its key); do it by hand: a new key column filled by "
+                "triggers, a unique index built concurrently, the key swapped in contract "
+                "(docs/authoring.rst, 'Primary key columns')")
+            return
         if op.modify_name is not None:
             new_name, new_type, what = op.modify_name, op.existing_type, "renamed"
         else:
@@ -205,7 +241,9 @@ class Planner:
         work.drop_triggers.append(DropSyncTriggerOp(table, old, new_name))
         self.plan.stubs.append(stubs.Stub(stubs.COPY, name, table, self._key_of(table), new_name, source=old,
                                           types={old: op.existing_type, new_name: new_type}))
-        old_column = sa.Column(old, op.existing_type, nullable=bool(op.existing_nullable))
+        old_column = sa.Column(old, op.existing_type, nullable=op.existing_nullable is not False,
+                               server_default=op.existing_server_default or None)
+        self._relax_before_drop(table, old_column, op.schema)
         work.alters.append(ops.DropColumnOp.from_column_and_tablename(op.schema, table, old_column))
 
     def _guess_renames(self, table: str, added: list, dropped: list) -> None:
@@ -271,7 +309,10 @@ def process_revision_directives(context, revision, directives) -> None:
         context.config.print_stdout("  (no 'expand'/'contract' branch labels: one script, not split; "
                                     "see `migrations-policy init --adopt`)")
         return
-    plan = Planner(context.opts.get("target_metadata")).run(script.upgrade_ops)
+    planner = Planner(context.opts.get("target_metadata"))
+    plan = planner.run(script.upgrade_ops)
+    if planner.refusals:  # before anything is written
+        raise CommandError("the expand/contract split refuses:\n  " + "\n  ".join(planner.refusals))
     directives[:] = build_scripts(context, script, plan)
     if not directives:
         context.config.print_stdout("No schema changes detected; no revision written.")

@@ -1,0 +1,106 @@
+"""Common model changes the split used to get wrong, on SQLite, PostgreSQL and MariaDB, in the
+Column and the Mapped style: each is either written right (lint clean on every dialect, both
+releases can insert during the rollout, the schema ends as the models say) or refused in one
+clear line before anything is written."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+from alembic.util import CommandError
+
+from .test_split import lint
+
+COLUMN_V1 = '''
+pagers = sa.Table("pagers", metadata, sa.Column("id", sa.Integer, primary_key=True),
+                  sa.Column("name", sa.String(20)), sa.Column("pager", sa.String(20), nullable=False),
+                  sa.Column("size", sa.Integer, nullable=False))
+'''
+MAPPED_V1 = '''
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+class Base(DeclarativeBase):
+    metadata = metadata
+
+class Pager(Base):
+    __tablename__ = "pagers"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str | None] = mapped_column(sa.String(20))
+    pager: Mapped[str] = mapped_column(sa.String(20))
+    size: Mapped[int] = mapped_column()
+'''
+STYLES = {"column": COLUMN_V1, "mapped": MAPPED_V1}
+
+
+def _without(text: str, column: str) -> str:
+    return "\n".join(line for line in text.splitlines() if f'"{column}"' not in line
+                     and not line.strip().startswith(f"{column}:"))
+
+
+def _start(workspace, style: str) -> str:
+    workspace.upgrade()
+    workspace.models(STYLES[style])
+    workspace.revision("initial")
+    workspace.upgrade()
+    with sa.create_engine(workspace.url).begin() as conn:
+        conn.execute(sa.text("INSERT INTO pagers (id, name, pager, size) VALUES (1, 'a', 'p', 3)"))
+    return STYLES[style]
+
+
+@pytest.mark.parametrize("style", sorted(STYLES))
+def test_dropping_a_not_null_column_relaxes_it_in_expand(workspace, backend, style):
+    v1 = _start(workspace, style)
+    if style == "column":
+        v2 = v1.replace(', sa.Column("pager", sa.String(20), nullable=False)', "")
+    else:
+        v2 = _without(v1, "pager")
+    workspace.models(v2)
+    files = workspace.revision("drop pager")
+    assert set(files) == {"expand", "contract"}
+    for path, phase in ((files["expand"], "expand"), (files["contract"], "contract")):
+        assert lint(path, phase) == [], path.name
+    workspace.upgrade("expand@head")
+    engine = sa.create_engine(workspace.url)
+    with engine.begin() as conn:  # release N+1 does not write pager; release N still does
+        conn.execute(sa.text("INSERT INTO pagers (id, name, size) VALUES (2, 'n+1', 1)"))
+        conn.execute(sa.text("INSERT INTO pagers (id, name, pager, size) VALUES (3, 'n', 'p3', 1)"))
+    workspace.upgrade("heads")
+    _assert_schema_is_the_models(workspace, engine)
+
+
+@pytest.mark.parametrize("style", sorted(STYLES))
+def test_primary_key_type_change_is_refused_in_one_line(workspace, backend, style):
+    v1 = _start(workspace, style)
+    if style == "column":
+        v2 = v1.replace('sa.Column("id", sa.Integer, primary_key=True)', 'sa.Column("id", sa.BigInteger, '
+                                                                         'primary_key=True)')
+    else:
+        v2 = v1.replace("id: Mapped[int] = mapped_column(primary_key=True)",
+                        "id: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True)")
+    workspace.models(v2)
+    before = workspace.files()
+    with pytest.raises(CommandError, match=r"pagers\.id is in the primary key: .*by hand") as info:
+        workspace.revision("bigint id")
+    assert info.value.args[0].count("\n") == 1  # the headline and one refusal line
+    assert workspace.files() == before, "nothing written"
+
+
+def test_unnamed_constraint_on_an_existing_table_is_refused(workspace, backend):
+    v1 = _start(workspace, "column")
+    workspace.models(v1.replace('sa.Column("size", sa.Integer, nullable=False))',
+                                'sa.Column("size", sa.Integer, nullable=False), sa.UniqueConstraint("name"))'))
+    before = workspace.files()
+    with pytest.raises(CommandError, match="pagers: the new unique constraint has no name"):
+        workspace.revision("unique name")
+    assert workspace.files() == before
+
+
+def _assert_schema_is_the_models(workspace, engine) -> None:
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+    import runpy
+
+    metadata = runpy.run_path(str(workspace.root / "models.py"))["metadata"]
+    with engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn), metadata)
+    assert [d for d in diff if "alembic_version" not in str(d) and "migrations_policy" not in str(d)] == []
