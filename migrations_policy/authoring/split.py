@@ -309,13 +309,26 @@ def process_revision_directives(context, revision, directives) -> None:
         context.config.print_stdout("  (no 'expand'/'contract' branch labels: one script, not split; "
                                     "see `migrations-policy init --adopt`)")
         return
-    planner = Planner(context.opts.get("target_metadata"))
+    metadata = context.opts.get("target_metadata")
+    _warn_about_check_constraints(context.config, metadata)
+    planner = Planner(metadata)
     plan = planner.run(script.upgrade_ops)
     if planner.refusals:  # before anything is written
         raise CommandError("the expand/contract split refuses:\n  " + "\n  ".join(planner.refusals))
     directives[:] = build_scripts(context, script, plan)
     if not directives:
         context.config.print_stdout("No schema changes detected; no revision written.")
+
+
+def _warn_about_check_constraints(config, metadata) -> None:
+    """Alembic's autogenerate does not compare CHECK constraints: say so, naming the models' ones."""
+    tables = metadata if isinstance(metadata, (list, tuple)) else [metadata]
+    names = sorted(f"{table.name}.{constraint.name or '(unnamed)'}" for m_ in tables if m_ is not None
+                   for table in m_.tables.values() for constraint in table.constraints
+                   if isinstance(constraint, sa.CheckConstraint))
+    if names:
+        config.print_stdout(f"  (CHECK constraints are NOT compared by autogenerate: {', '.join(names)}; "
+                            "add or drop them by hand, in contract once existing rows satisfy them)")
 
 
 def _has_layout(directory) -> bool:
@@ -369,9 +382,17 @@ def _write_stubs(context, plan: Plan, revision: str, message: str | None) -> Non
     directory, package = stubs.stub_directory(settings.data_migrations, Path(context.script.dir))
     filename = stubs.module_filename(message, revision)
     path = stubs.write_module(directory, filename, stubs.render_module(plan.stubs, revision, message or ""))
-    module = f"{package}.{path.stem}" if package else path.stem
-    config.print_stdout(f"  Generating {path} ... done (data migrations: review them, and add "
-                        f"{module} to the data_migrations setting)")
+    base = ini.parent if ini else Path.cwd()
+    roots = [base / entry for entry in (config.get_prepend_sys_paths_list() or [])] + [base]
+    module = stubs.module_name(path, package, roots)
+    if module is None:
+        how = (f"move it into a package of your project that is importable (prepend_sys_path), "
+               f"and list that module in the data_migrations setting")
+        module_text = str(path)
+    else:
+        how = f"and add {module} to the data_migrations setting"
+        module_text = module
+    config.print_stdout(f"  Generating {path} ... done (data migrations: review them, {how})")
     (plan.expand or plan.contract).insert(0, Note(
-        f"Data migrations for this change: {module} ({path.name});\n"
-        f"review them, and list {module!r} in the data_migrations setting."))
+        f"Data migrations for this change: {module_text} ({path.name});\n"
+        f"review them, {how}."))

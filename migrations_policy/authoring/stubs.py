@@ -184,6 +184,22 @@ def stub_directory(settings_modules: list[str], script_location: Path) -> tuple[
     return script_location / "data_migrations", None
 
 
+def module_name(path: Path, package: str | None, roots: list[Path]) -> str | None:
+    """The dotted name that imports the stub module at *path*: in *package* when known,
+    else relative to the first of *roots* (the project's ``prepend_sys_path`` entries)
+    that holds it through identifiers only.  None when no root does."""
+    if package:
+        return f"{package}.{path.stem}"
+    for root in roots:
+        try:
+            parts = path.resolve().with_suffix("").relative_to(root.resolve()).parts
+        except ValueError:
+            continue
+        if parts and all(part.isidentifier() and not keyword.iskeyword(part) for part in parts):
+            return ".".join(parts)
+    return None
+
+
 def write_module(directory: Path, filename: str, text: str) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / filename

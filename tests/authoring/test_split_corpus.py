@@ -5,6 +5,10 @@ clear line before anything is written."""
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
+
 import pytest
 import sqlalchemy as sa
 from alembic.util import CommandError
@@ -102,5 +106,54 @@ def _assert_schema_is_the_models(workspace, engine) -> None:
 
     metadata = runpy.run_path(str(workspace.root / "models.py"))["metadata"]
     with engine.connect() as conn:
-        diff = compare_metadata(MigrationContext.configure(conn), metadata)
+        diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_server_default": True}), metadata)
     assert [d for d in diff if "alembic_version" not in str(d) and "migrations_policy" not in str(d)] == []
+
+
+@pytest.mark.parametrize("style", sorted(STYLES))
+def test_server_default_changes_are_compared_and_placed_in_expand(workspace, backend, style):
+    v1 = _start(workspace, style)
+    if style == "column":
+        v2 = v1.replace('sa.Column("name", sa.String(20))', 'sa.Column("name", sa.String(20), server_default="anon")')
+    else:
+        v2 = v1.replace("name: Mapped[str | None] = mapped_column(sa.String(20))",
+                        'name: Mapped[str | None] = mapped_column(sa.String(20), server_default="anon")')
+    workspace.models(v2)
+    files = workspace.revision("name default")
+    assert set(files) == {"expand"}, "a default is for the release that omits the column: expand"
+    assert "server_default='anon'" in files["expand"].read_text()
+    assert lint(files["expand"], "expand") == []
+    workspace.upgrade("heads")
+    engine = sa.create_engine(workspace.url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("INSERT INTO pagers (id, pager, size) VALUES (2, 'p', 1)"))
+        assert conn.execute(sa.text("SELECT name FROM pagers WHERE id = 2")).scalar() == "anon"
+    _assert_schema_is_the_models(workspace, engine)
+
+
+def test_printed_stub_module_is_importable_without_a_data_migrations_setting(sqlite_workspace):
+    workspace = sqlite_workspace
+    text = workspace.ini.read_text()
+    workspace.ini.write_text(text.replace("data_migrations = dm", "# data_migrations ="))
+    _start(workspace, "column")
+    workspace.models(COLUMN_V1.replace('sa.Column("name", sa.String(20))', 'sa.Column("name", sa.Text)'))
+    done = workspace.alembic_cli("revision", "--autogenerate", "-m", "name to text")  # what a user sees
+    printed = done.stdout + done.stderr
+    match = re.search(r"and add (\S+) to the data_migrations setting", printed)
+    assert match, printed
+    module = match.group(1)
+    assert module.startswith("migrations.data_migrations.")
+    code = f"import sys; sys.path.insert(0, {str(workspace.root)!r}); import {module} as m; print(m.__name__)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/")
+    assert done.returncode == 0 and done.stdout.strip() == module, done.stderr
+
+
+def test_check_constraints_are_named_as_not_compared(sqlite_workspace):
+    workspace = sqlite_workspace
+    _start(workspace, "column")
+    workspace.models(COLUMN_V1.replace('sa.Column("size", sa.Integer, nullable=False))',
+                                       'sa.Column("size", sa.Integer, nullable=False), '
+                                       'sa.CheckConstraint("size > 0", name="ck_size"), sa.Column("note", sa.Text))'))
+    done = workspace.alembic_cli("revision", "--autogenerate", "-m", "check")
+    assert done.returncode == 0, done.stderr
+    assert "CHECK constraints are NOT compared by autogenerate: pagers.ck_size;" in done.stdout
