@@ -139,6 +139,17 @@ class OnlineAlter(PolicyOp):
         return Batch(self.alter.table_name, [self.alter.reverse()], self.alter.schema)
 
 
+class NarrowingSyncTrigger(PolicyOp):
+    """Expand: ``op.create_sync_trigger`` whose ``up`` copies only values that fit *length*
+    (a longer one leaves the new column NULL instead of failing the old release's write)."""
+
+    def __init__(self, table: str, old: str, new: str, length: int):
+        self.table, self.old, self.new, self.length = table, old, new, length
+
+    def reverse(self):
+        return DropSyncTriggerOp(self.table, self.old, self.new)
+
+
 class ValidateConstraint(PolicyOp):
     def __init__(self, table: str, name: str):
         self.table, self.name = table, name
@@ -172,6 +183,13 @@ def _create_sync_trigger(autogen_context, op: CreateSyncTriggerOp) -> list[str]:
 def _drop_sync_trigger(autogen_context, op: DropSyncTriggerOp) -> list[str]:
     pair = op.pair
     return [f"op.drop_sync_trigger({pair.table!r}, old={pair.old!r}, new={pair.new!r})"]
+
+
+@renderers.dispatch_for(NarrowingSyncTrigger)
+def _narrowing_sync_trigger(autogen_context, op: NarrowingSyncTrigger) -> list[str]:
+    old = f"sa.column({op.old!r}, sa.String())"
+    return [f"op.create_sync_trigger({op.table!r}, old={op.old!r}, new={op.new!r},",
+            f"                       up=sa.case((sa.func.length({old}) <= {op.length}, {old})))"]
 
 
 @renderers.dispatch_for(OnlineIndex)

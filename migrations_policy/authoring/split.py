@@ -96,7 +96,14 @@ class Planner:
                 self.plan.contract_tail.append(op)
             else:
                 self._place(op, classify.describe(op), None)
+        self._sync_triggers_last()
         return self.plan
+
+    def _sync_triggers_last(self) -> None:
+        """Expand creates the sync triggers after every other change: a SQLite table rebuild
+        (``batch_alter_table``) drops the table's triggers with the old table."""
+        sync = (CreateSyncTriggerOp, render.NarrowingSyncTrigger)
+        self.plan.expand.sort(key=lambda op: isinstance(op, sync))
 
     # -- helpers ------------------------------------------------------------
     def _place(self, op, operation: m.Operation, work: _TableWork | None) -> None:
@@ -226,6 +233,12 @@ class Planner:
         else:
             new_name, new_type, what = f"{old}_new", op.modify_type, "changes type"
         name = stubs.migration_name(table, new_name, "from", old)
+        narrowed = _narrowed_length(op.existing_type, new_type)
+        if narrowed is not None:
+            self.plan.expand.append(Note(
+                f"NARROWING {table}.{old} to {narrowed} characters: a longer value is not copied (the\n"
+                f"triggers leave {new_name!r} NULL, the data migration reports the row as stuck and the\n"
+                "gate refuses contract) until you shorten it.  MariaDB's length() counts bytes."))
         self.plan.expand.append(Note(
             f"{table}.{old} {what}: a column cannot change while old code runs.  This adds\n"
             f"{new_name!r} ({new_type!r}) and sync triggers: what the previous release writes to\n"
@@ -237,10 +250,12 @@ class Planner:
             f"before the triggers existed.  Contract drops the triggers, then {old!r}."))
         self.plan.expand.append(ops.AddColumnOp(table, sa.Column(new_name, new_type, nullable=True),
                                                 schema=op.schema))
-        self.plan.expand.append(CreateSyncTriggerOp(table, old, new_name))
+        self.plan.expand.append(CreateSyncTriggerOp(table, old, new_name) if narrowed is None
+                                else render.NarrowingSyncTrigger(table, old, new_name, narrowed))
         work.drop_triggers.append(DropSyncTriggerOp(table, old, new_name))
         self.plan.stubs.append(stubs.Stub(stubs.COPY, name, table, self._key_of(table), new_name, source=old,
-                                          types={old: op.existing_type, new_name: new_type}))
+                                          types={old: op.existing_type, new_name: new_type},
+                                          max_length=narrowed))
         old_column = sa.Column(old, op.existing_type, nullable=op.existing_nullable is not False,
                                server_default=op.existing_server_default or None)
         self._relax_before_drop(table, old_column, op.schema)
@@ -320,6 +335,14 @@ def process_revision_directives(context, revision, directives) -> None:
         context.config.print_stdout("No schema changes detected; no revision written.")
 
 
+def _narrowed_length(old: Any, new: Any) -> int | None:
+    """The new length when a string column gets shorter (``Text`` -> ``String(n)`` too), else None."""
+    if isinstance(new, sa.String) and new.length and isinstance(old, sa.String) \
+            and (old.length is None or old.length > new.length):
+        return new.length
+    return None
+
+
 def _warn_about_check_constraints(config, metadata) -> None:
     """Alembic's autogenerate does not compare CHECK constraints: say so, naming the models' ones."""
     tables = metadata if isinstance(metadata, (list, tuple)) else [metadata]
@@ -365,8 +388,8 @@ def _explicit_rev_id(context) -> bool:
 
 def _script(rev_id: str, operations: list, message: str | None, phase: str, version_path: str) -> ops.MigrationScript:
     downgrade = [r for r in (op.reverse() for op in reversed(operations)) if r is not None]
-    imports = {SYNC_TRIGGERS_IMPORT} if any(isinstance(op, (CreateSyncTriggerOp, DropSyncTriggerOp))
-                                            for op in operations) else set()
+    sync = (CreateSyncTriggerOp, DropSyncTriggerOp, render.NarrowingSyncTrigger)
+    imports = {SYNC_TRIGGERS_IMPORT} if any(isinstance(op, sync) for op in operations) else set()
     return ops.MigrationScript(
         rev_id, ops.UpgradeOps(ops=list(operations)), ops.DowngradeOps(ops=downgrade),
         message=message, imports=imports, head=f"{phase}@head", version_path=version_path,

@@ -46,6 +46,8 @@ class Stub:
     types: dict[str, Any] = field(default_factory=dict)
     #: orphans: the child column is NOT NULL (orphan rows are deleted, not detached).
     required: bool = False
+    #: copy: the new column is shorter (a narrowing): longer values are left for the developer.
+    max_length: int | None = None
 
 
 def migration_name(*parts: str) -> str:
@@ -108,7 +110,19 @@ def render_stub(stub: Stub) -> str:
                       "# name in requires_data_migrations of the contract script."]
         lines += [f"# Pending while {stub.column!r} IS DISTINCT FROM {stub.source!r}: a row the previous",
                   "# release writes again after the copy is copied again."]
-        return "\n".join(lines + _declaration(stub, None, f"{{{stub.column!r}: {t}.c[{stub.source!r}]}}"))
+        source, target = f"{t}.c[{stub.source!r}]", f"{t}.c[{stub.column!r}]"
+        if stub.max_length is None:
+            return "\n".join(lines + _declaration(stub, None, f"{{{stub.column!r}: {source}}}"))
+        return "\n".join(lines + [
+            f"# NARROWING to {stub.max_length}: a longer value is not copied; its row stays pending, the",
+            "# runner reports it as stuck and the gate refuses contract until you shorten it.",
+            "# MariaDB's length() counts bytes, so multi-byte values may be reported too.",
+            f"@data_migration({stub.name!r}, table={t}, key={stub.key!r}, pending=differs({target}, {source}))",
+            f"def {_ident(stub.name)}(connection, batch):",
+            f'    """Copy {stub.source} into {stub.column} where it fits in {stub.max_length} characters."""',
+            f"    fits = sa.func.length({source}) <= {stub.max_length}",
+            f"    connection.execute(sa.update({t}).where(batch.where, fits).values({{{stub.column!r}: {source}}}))",
+        ])
     if stub.kind == BACKFILL:
         fill = f"FILL_IN_{_ident(stub.name).upper()}"
         return "\n".join([
@@ -159,7 +173,7 @@ def render_module(stub_list: list[Stub], revision: str, message: str) -> str:
         "",
         "import sqlalchemy as sa",
         "",
-        "from migrations_policy.data import FILL_IN, DataMigration, data_migration  # noqa: F401",
+        "from migrations_policy.data import FILL_IN, DataMigration, data_migration, differs  # noqa: F401",
         "",
     ]
     tables = [_table_clause(name, columns) for name, columns in _tables(stub_list).items()]

@@ -216,6 +216,15 @@ class _Differs(ColumnElement[bool]):
     def __init__(self, left: ColumnElement, right: ColumnElement):
         self.left, self.right = left, right
 
+    def self_group(self, against: Any = None) -> ColumnElement:
+        """Parenthesised under NOT and other operators that bind at least as tightly."""
+        if against is not None and operators.is_precedent(operators.is_distinct_from, against):
+            return sa.sql.elements.Grouping(self)
+        return self
+
+    def _negate(self) -> ColumnElement:
+        return sa.sql.elements.UnaryExpression(self.self_group(against=operators.inv), operator=operators.inv)
+
     @property
     def textual(self) -> bool:
         """Either side is a string: compare exactly, not by the column's collation."""

@@ -157,3 +157,59 @@ def test_check_constraints_are_named_as_not_compared(sqlite_workspace):
     done = workspace.alembic_cli("revision", "--autogenerate", "-m", "check")
     assert done.returncode == 0, done.stderr
     assert "CHECK constraints are NOT compared by autogenerate: pagers.ck_size;" in done.stdout
+
+
+@pytest.mark.parametrize("style", sorted(STYLES))
+def test_narrowing_is_flagged_and_over_long_values_are_stuck_not_lost(workspace, backend, style):
+    v1 = _start(workspace, style)  # row 1: name 'a'
+    with sa.create_engine(workspace.url).begin() as conn:
+        conn.execute(sa.text("INSERT INTO pagers (id, name, pager, size) VALUES (2, 'abcdefgh', 'p', 1)"))
+    if style == "column":
+        v2 = v1.replace('sa.Column("name", sa.String(20))', 'sa.Column("name", sa.String(5))')
+    else:
+        v2 = v1.replace("name: Mapped[str | None] = mapped_column(sa.String(20))",
+                        "name: Mapped[str | None] = mapped_column(sa.String(5))")
+    workspace.models(v2)
+    files = workspace.revision("narrow name")
+    expand = files["expand"].read_text()
+    assert "NARROWING pagers.name to 5 characters" in expand and "NARROWING to 5" in files["data"].read_text()
+    for path, phase in ((files["expand"], "expand"), (files["contract"], "contract")):
+        assert lint(path, phase) == [], path.name
+    workspace.upgrade("expand@head")
+    engine = sa.create_engine(workspace.url)
+    with engine.begin() as conn:  # release N writes name only: a short value reaches name_new, a long one
+        conn.execute(sa.text("INSERT INTO pagers (id, name, pager, size) VALUES (3, 'xy', 'p', 1)"))  # does not
+        conn.execute(sa.text("INSERT INTO pagers (id, name, pager, size) VALUES (4, 'much too long', 'p', 1)"))
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT id, name_new FROM pagers WHERE id > 2 ORDER BY id")).all() == [
+            (3, "xy"), (4, None)]
+    workspace.use_data_migrations(files["data"])
+    assert workspace.run_data_migrations() != 0  # rows 2 and 4 are stuck, reported
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT id, name_new FROM pagers ORDER BY id")).all() == [
+            (1, "a"), (2, None), (3, "xy"), (4, None)]
+    with engine.begin() as conn:  # the operator shortens them; the rerun completes
+        conn.execute(sa.text("UPDATE pagers SET name = 'short' WHERE id IN (2, 4)"))
+    assert workspace.run_data_migrations() == 0
+    engine.dispose()
+
+
+def test_two_type_changes_and_a_relaxed_column_on_one_table_keep_both_sync_triggers(workspace, backend):
+    """On SQLite, relaxing NOT NULL rebuilds the table, which drops its triggers: expand must
+    create the sync triggers after it."""
+    v1 = _start(workspace, "column")
+    workspace.models(v1.replace('sa.Column("name", sa.String(20))', 'sa.Column("name", sa.String(30))')
+                       .replace('sa.Column("pager", sa.String(20), nullable=False)',
+                                'sa.Column("pager", sa.String(30), nullable=False)'))
+    files = workspace.revision("widen two")
+    for path, phase in ((files["expand"], "expand"), (files["contract"], "contract")):
+        assert lint(path, phase) == [], path.name
+    workspace.upgrade("expand@head")
+    engine = sa.create_engine(workspace.url)
+    with engine.begin() as conn:  # release N writes the old columns; release N+1 only the new ones
+        conn.execute(sa.text("INSERT INTO pagers (id, name, pager, size) VALUES (5, 'n5', 'p5', 1)"))
+        conn.execute(sa.text("INSERT INTO pagers (id, name_new, pager_new, size) VALUES (6, 'n6', 'p6', 1)"))
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT id, name, name_new, pager, pager_new FROM pagers WHERE id > 4 "
+                                    "ORDER BY id")).all() == [(5, "n5", "n5", "p5", "p5"), (6, "n6", "n6", "p6", "p6")]
+    engine.dispose()
