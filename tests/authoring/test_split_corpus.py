@@ -213,3 +213,29 @@ def test_two_type_changes_and_a_relaxed_column_on_one_table_keep_both_sync_trigg
         assert conn.execute(sa.text("SELECT id, name, name_new, pager, pager_new FROM pagers WHERE id > 4 "
                                     "ORDER BY id")).all() == [(5, "n5", "n5", "p5", "p5"), (6, "n6", "n6", "p6", "p6")]
     engine.dispose()
+
+
+def test_orphans_of_a_not_null_foreign_key_column_are_deleted(workspace, backend):
+    v1 = COLUMN_V1 + '''
+owners = sa.Table("owners", metadata, sa.Column("id", sa.Integer, primary_key=True),
+                  sa.Column("pager_id", sa.Integer, nullable=False))
+'''
+    workspace.upgrade()
+    workspace.models(v1)
+    workspace.revision("initial")
+    workspace.upgrade()
+    with sa.create_engine(workspace.url).begin() as conn:
+        conn.execute(sa.text("INSERT INTO pagers (id, name, pager, size) VALUES (1, 'a', 'p', 3)"))
+        conn.execute(sa.text("INSERT INTO owners (id, pager_id) VALUES (1, 1), (2, 99), (3, 98)"))
+    workspace.models(v1.replace('sa.Column("pager_id", sa.Integer, nullable=False)',
+                                'sa.Column("pager_id", sa.Integer, sa.ForeignKey("pagers.id", name="fk_owner_pager"), '
+                                'nullable=False)'))
+    files = workspace.revision("owner fk")
+    data = files["data"].read_text()
+    assert "this DELETES it" in data and "sa.delete(owners)" in data
+    workspace.upgrade("expand@head")
+    workspace.use_data_migrations(files["data"])
+    assert workspace.run_data_migrations() == 0
+    workspace.upgrade("heads")
+    with sa.create_engine(workspace.url).connect() as conn:
+        assert conn.execute(sa.text("SELECT id, pager_id FROM owners ORDER BY id")).all() == [(1, 1)]
