@@ -139,6 +139,19 @@ class OnlineAlter(PolicyOp):
         return Batch(self.alter.table_name, [self.alter.reverse()], self.alter.schema)
 
 
+class OnlineUniqueConstraint(PolicyOp):
+    """Contract: a unique constraint on an existing table.  PostgreSQL: the unique index
+    built ``CONCURRENTLY`` (writes go on), then ``ADD CONSTRAINT ... UNIQUE USING INDEX``
+    (a brief lock); elsewhere ``create_unique_constraint`` (MariaDB builds it online,
+    SQLite rebuilds the table)."""
+
+    def __init__(self, create: ops.CreateUniqueConstraintOp):
+        self.create = create
+
+    def reverse(self):
+        return Batch(self.create.table_name, [self.create.reverse()], self.create.schema)
+
+
 class NarrowingSyncTrigger(PolicyOp):
     """Expand: ``op.create_sync_trigger`` whose ``up`` copies only values that fit *length*
     (a longer one leaves the new column NULL instead of failing the old release's write)."""
@@ -183,6 +196,29 @@ def _create_sync_trigger(autogen_context, op: CreateSyncTriggerOp) -> list[str]:
 def _drop_sync_trigger(autogen_context, op: DropSyncTriggerOp) -> list[str]:
     pair = op.pair
     return [f"op.drop_sync_trigger({pair.table!r}, old={pair.old!r}, new={pair.new!r})"]
+
+
+@renderers.dispatch_for(OnlineUniqueConstraint)
+def _online_unique(autogen_context, op: OnlineUniqueConstraint) -> list[str]:
+    create = op.create
+    index = ops.CreateIndexOp(create.constraint_name, create.table_name, list(create.columns), unique=True,
+                              schema=create.schema)
+    attach = (f"ALTER TABLE {quote_pg(create.table_name)} ADD CONSTRAINT {quote_pg(create.constraint_name)} "
+              f"UNIQUE USING INDEX {quote_pg(create.constraint_name)}")
+    return [
+        _PG,
+        "# the unique index without blocking writes, then the constraint made from it (a brief lock)",
+        "with op.get_context().autocommit_block():",
+        "# migrations-policy: ignore[MP120] the constraint's own index: in expand it would already enforce "
+        "uniqueness on the previous release's writes",
+        *_render(autogen_context, _with_kw(index, postgresql_concurrently=True)),
+        DEDENT,
+        f"op.execute(sa.text({attach!r}))",
+        DEDENT,
+        "else:",
+        *_batch(autogen_context, Batch(create.table_name, [create], create.schema)),
+        END,
+    ]
 
 
 @renderers.dispatch_for(NarrowingSyncTrigger)

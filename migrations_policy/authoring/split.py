@@ -153,6 +153,8 @@ class Planner:
                 self._refuse_unnamed(table, op)
             elif isinstance(op, ops.CreateForeignKeyOp) and not new:
                 self._foreign_key(op, work)
+            elif isinstance(op, ops.CreateUniqueConstraintOp) and not new:
+                work.after.append(render.OnlineUniqueConstraint(op))
             elif isinstance(op, ops.DropConstraintOp):
                 work.drop_constraints.append(op)
             else:

@@ -239,3 +239,23 @@ owners = sa.Table("owners", metadata, sa.Column("id", sa.Integer, primary_key=Tr
     workspace.upgrade("heads")
     with sa.create_engine(workspace.url).connect() as conn:
         assert conn.execute(sa.text("SELECT id, pager_id FROM owners ORDER BY id")).all() == [(1, 1)]
+
+
+def test_unique_constraint_on_an_existing_table_uses_the_safe_form(workspace, backend):
+    v1 = _start(workspace, "column")
+    workspace.models(v1.replace('sa.Column("size", sa.Integer, nullable=False))',
+                                'sa.Column("size", sa.Integer, nullable=False), sa.UniqueConstraint("name", '
+                                'name="uq_pagers_name"))'))
+    files = workspace.revision("unique name")
+    contract = files["contract"].read_text()
+    assert "postgresql_concurrently=True" in contract and "UNIQUE USING INDEX" in contract
+    for path, phase in ((files["expand"], "expand") if "expand" in files else (None, None),
+                        (files["contract"], "contract")):
+        if path is not None:
+            assert lint(path, phase) == [], path.name
+    workspace.upgrade("heads")
+    engine = sa.create_engine(workspace.url)
+    with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:
+        conn.execute(sa.text("INSERT INTO pagers (id, name, pager, size) VALUES (2, 'a', 'p', 3)"))
+    _assert_schema_is_the_models(workspace, engine)
+    engine.dispose()
