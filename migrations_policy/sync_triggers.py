@@ -195,11 +195,14 @@ def _mysql(pair: SyncPair, dialect: Dialect) -> list[str]:
     q = dialect.identifier_preparer.quote
     c = _conditions(pair, dialect)
     marker = f"/* {pair.marker()} */"
+    # DDL is not transactional there: dropping first makes a rerun after a half-done expand work
     return [
+        f"DROP TRIGGER IF EXISTS {q(pair.name + '_bi')}",
         f"CREATE TRIGGER {q(pair.name + '_bi')} BEFORE INSERT ON {q(pair.table)} FOR EACH ROW\nBEGIN {marker}\n"
         f"  IF {c['insert_up']} THEN SET NEW.{q(pair.new)} = {c['up']};\n"
         f"  ELSEIF {c['insert_down']} THEN SET NEW.{q(pair.old)} = {c['down']};\n"
         f"  END IF;\nEND",
+        f"DROP TRIGGER IF EXISTS {q(pair.name + '_bu')}",
         f"CREATE TRIGGER {q(pair.name + '_bu')} BEFORE UPDATE ON {q(pair.table)} FOR EACH ROW\nBEGIN {marker}\n"
         f"  IF {c['update_up']} THEN SET NEW.{q(pair.new)} = {c['up']};\n"
         f"  ELSEIF {c['update_down']} THEN SET NEW.{q(pair.old)} = {c['down']};\n"
