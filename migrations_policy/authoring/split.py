@@ -154,7 +154,7 @@ class Planner:
             elif isinstance(op, ops.CreateForeignKeyOp) and not new:
                 self._foreign_key(op, work)
             elif isinstance(op, ops.CreateUniqueConstraintOp) and not new:
-                work.after.append(render.OnlineUniqueConstraint(op))
+                self._unique(op, work)
             elif isinstance(op, ops.DropConstraintOp):
                 work.drop_constraints.append(op)
             else:
@@ -276,6 +276,14 @@ class Planner:
                                                       add.column.name, source=old.name, guessed=True,
                                                       types={old.name: old.type, add.column.name: add.column.type}))
                     break
+
+    def _unique(self, op: ops.CreateUniqueConstraintOp, work: _TableWork) -> None:
+        """Contract adds it (safe form); a data migration counts the rows that violate it first."""
+        name = stubs.migration_name(op.table_name, op.constraint_name, "duplicates")
+        columns = list(op.columns)
+        self.plan.stubs.append(stubs.Stub(stubs.DUPLICATES, name, op.table_name, self._key_of(op.table_name),
+                                          columns[0], child_columns=columns))
+        work.after.append(render.OnlineUniqueConstraint(op))
 
     def _foreign_key(self, op: ops.CreateForeignKeyOp, work: _TableWork) -> None:
         name = stubs.migration_name(op.source_table, op.constraint_name or "fk", "orphans")

@@ -10,7 +10,10 @@ Three kinds, each a complete ``DataMigration`` the developer reviews:
   holding one is refused, naming its file and line, so an unfinished stub
   neither runs nor passes the gate);
 * ``orphans``: a foreign key added to an existing table; rows pointing at no
-  parent row get the key set to NULL, or are deleted when the column is NOT NULL.
+  parent row get the key set to NULL, or are deleted when the column is NOT NULL;
+* ``duplicates``: a unique constraint added to an existing table; it only *finds*
+  the rows whose values a row with a smaller key also has (they stay pending, so
+  the gate counts them and refuses contract) until the developer resolves them.
 
 Column types are declared when they are SQLAlchemy's generic ones, so that the
 comparison is exact (byte for byte for strings on MariaDB, ``declare.differs``).
@@ -27,7 +30,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-COPY, BACKFILL, ORPHANS = "copy", "backfill", "orphans"
+COPY, BACKFILL, ORPHANS, DUPLICATES = "copy", "backfill", "orphans", "duplicates"
 
 
 @dataclass
@@ -131,7 +134,29 @@ def render_stub(stub: Stub) -> str:
             "# loading this module fails, naming this line, and the contract gate refuses.",
             f"{fill} = FILL_IN({f'the value for NULL rows of {stub.table}.{stub.column}'!r})",
         ] + _declaration(stub, f"{t}.c[{stub.column!r}].is_(None)", f"{{{stub.column!r}: {fill}}}"))
+    if stub.kind == DUPLICATES:
+        return _render_duplicates(stub)
     return _render_orphans(stub)
+
+
+def _render_duplicates(stub: Stub) -> str:
+    t = _ident(stub.table)
+    other = f"{t}_other"
+    same = ", ".join(f"{other}.c[{c!r}] == {t}.c[{c!r}]" for c in stub.child_columns)
+    not_null = ", ".join(f"{t}.c[{c!r}].is_not(None)" for c in stub.child_columns)
+    return "\n".join([
+        f"# {stub.table}({', '.join(stub.child_columns)}) becomes UNIQUE in contract: rows whose values a row with a",
+        "# smaller key also has.  This migration only FINDS them: they stay pending, `dbsync check`",
+        "# and the runner count them, and the gate refuses contract until none is left.",
+        "# CHECK: resolve them (merge, change or delete), here or by hand.",
+        f"{other} = {t}.alias('other')",
+        f"@data_migration({stub.name!r}, table={t}, key={stub.key!r},",
+        f"                pending=sa.and_({not_null}, sa.exists().where(sa.and_({same}, "
+        f"{other}.c[{stub.key!r}] < {t}.c[{stub.key!r}]))))",
+        f"def {_ident(stub.name)}(connection, batch):",
+        f'    """Find {stub.table} rows that would violate the new unique constraint (resolves nothing)."""',
+        "    return 0",
+    ])
 
 
 def _render_orphans(stub: Stub) -> str:

@@ -242,20 +242,33 @@ owners = sa.Table("owners", metadata, sa.Column("id", sa.Integer, primary_key=Tr
 
 
 def test_unique_constraint_on_an_existing_table_uses_the_safe_form(workspace, backend):
-    v1 = _start(workspace, "column")
+    """Contract adds it the safe way; before that, a data migration counts the duplicates and
+    the gate refuses contract while any is left."""
+    v1 = _start(workspace, "column")  # row 1: name 'a'
+    with sa.create_engine(workspace.url).begin() as conn:
+        conn.execute(sa.text("INSERT INTO pagers (id, name, pager, size) VALUES (2, 'b', 'p', 1), (3, 'a', 'p', 1), "
+                             "(4, NULL, 'p', 1), (5, NULL, 'p', 1)"))
     workspace.models(v1.replace('sa.Column("size", sa.Integer, nullable=False))',
                                 'sa.Column("size", sa.Integer, nullable=False), sa.UniqueConstraint("name", '
                                 'name="uq_pagers_name"))'))
     files = workspace.revision("unique name")
     contract = files["contract"].read_text()
     assert "postgresql_concurrently=True" in contract and "UNIQUE USING INDEX" in contract
-    for path, phase in ((files["expand"], "expand") if "expand" in files else (None, None),
-                        (files["contract"], "contract")):
+    assert "pagers_uq_pagers_name_duplicates" in contract  # required by contract
+    for path, phase in ((files.get("expand"), "expand"), (files["contract"], "contract")):
         if path is not None:
             assert lint(path, phase) == [], path.name
-    workspace.upgrade("heads")
+    workspace.upgrade("expand@head")
+    workspace.use_data_migrations(files["data"])
+    assert workspace.run_data_migrations() != 0  # row 3 duplicates row 1: counted, stuck
+    with pytest.raises(Exception, match="data migration"):  # the gate refuses contract
+        workspace.upgrade("heads")
     engine = sa.create_engine(workspace.url)
+    with engine.begin() as conn:  # the operator resolves it
+        conn.execute(sa.text("UPDATE pagers SET name = 'c' WHERE id = 3"))
+    assert workspace.run_data_migrations() == 0
+    workspace.upgrade("heads")
     with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:
-        conn.execute(sa.text("INSERT INTO pagers (id, name, pager, size) VALUES (2, 'a', 'p', 3)"))
+        conn.execute(sa.text("INSERT INTO pagers (id, name, pager, size) VALUES (6, 'a', 'p', 3)"))
     _assert_schema_is_the_models(workspace, engine)
     engine.dispose()
