@@ -58,7 +58,10 @@ def undeclared_requirements(project: Project, registry: Registry, connection: An
     from ..policy.model import CONTRACT
     from ..revisions import branch_statuses, current_heads
 
-    script = project.script
+    try:
+        script = project.script
+    except ConfigError:  # no revision scripts (a project that only runs data migrations): none requires any
+        return []
     missing: dict[str, list[str]] = {}
     for revision in branch_statuses(script, current_heads(connection))[CONTRACT].pending:
         for name in requirements_of(script.get_revision(revision)):
