@@ -160,7 +160,7 @@ class Planner:
             else:
                 self._place(op, classify.describe(op, new_table=new), work)
         if not new:
-            self._guess_renames(table, added, dropped)
+            self._guess_renames(table, added, dropped, work)
         self.plan.contract.extend(work.operations(table, schema))
 
     # -- column changes -------------------------------------------------------
@@ -263,8 +263,10 @@ class Planner:
         self._relax_before_drop(table, old_column, op.schema)
         work.alters.append(ops.DropColumnOp.from_column_and_tablename(op.schema, table, old_column))
 
-    def _guess_renames(self, table: str, added: list, dropped: list) -> None:
-        """A dropped and an added column of the same kind of type may be a rename."""
+    def _guess_renames(self, table: str, added: list, dropped: list, work: _TableWork) -> None:
+        """A dropped and an added column of the same kind of type may be a rename: a copy stub
+        and sync triggers, both marked GUESSED (the new release writes only the new column, and
+        without the triggers the copy would take that for old code's divergence and overwrite it)."""
         free = list(added)
         for drop in dropped:
             old = drop.to_column()
@@ -275,6 +277,11 @@ class Planner:
                     self.plan.stubs.append(stubs.Stub(stubs.COPY, name, table, self._key_of(table),
                                                       add.column.name, source=old.name, guessed=True,
                                                       types={old.name: old.type, add.column.name: add.column.type}))
+                    guessed = (f"GUESSED: {table}.{old.name} -> {add.column.name} looks like a rename (a dropped and "
+                               "an added column\nof a similar type); if it is not, delete the sync triggers here "
+                               f"and in the contract,\nand the {name!r} data migration.")
+                    self.plan.expand += [Note(guessed), CreateSyncTriggerOp(table, old.name, add.column.name)]
+                    work.drop_triggers.append(DropSyncTriggerOp(table, old.name, add.column.name))
                     break
 
     def _unique(self, op: ops.CreateUniqueConstraintOp, work: _TableWork) -> None:

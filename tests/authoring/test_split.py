@@ -126,12 +126,13 @@ def test_type_change_and_rename(workspace, backend):
     assert "FILL IN" in expand and "changes type" in expand
     assert "op.add_column('nodes', sa.Column('meta'" in expand
     assert "batch_op.drop_column('name')" in contract and "batch_op.drop_column('extra')" in contract
-    # sync triggers for the type change (not for the guessed rename): installed in expand, dropped
-    # in contract before the column, each script importing the module that registers the operations
-    assert "op.create_sync_trigger('nodes', old='name', new='name_new')" in expand
-    assert contract.index("op.drop_sync_trigger('nodes', old='name', new='name_new')") < \
-        contract.index("batch_op.drop_column('name')")
-    assert "extra" not in "".join(line for line in (expand + contract).splitlines() if "sync_trigger(" in line)
+    # sync triggers for the type change and the guessed rename: installed in expand, dropped in
+    # contract before the column, each script importing the module that registers the operations
+    for old, new in (("name", "name_new"), ("extra", "meta")):
+        assert f"op.create_sync_trigger('nodes', old={old!r}, new={new!r})" in expand
+        assert contract.index(f"op.drop_sync_trigger('nodes', old={old!r}, new={new!r})") < \
+            contract.index(f"batch_op.drop_column({old!r})")
+    assert "GUESSED: nodes.extra -> meta looks like a rename" in expand
     assert "import migrations_policy.sync_triggers" in expand and "import migrations_policy.sync_triggers" in contract
     assert set(module_of(files["contract"])["requires_data_migrations"]) == {
         "nodes_name_new_from_name", "nodes_meta_from_extra"}
@@ -143,21 +144,22 @@ def test_type_change_and_rename(workspace, backend):
         conn.execute(sa.text("INSERT INTO nodes (id, name) VALUES (1, 'before')"))
     workspace.upgrade("expand@head")
     engine = sa.create_engine(workspace.url)
-    with engine.begin() as conn:  # release N writes name only; release N+1 writes name_new only
-        conn.execute(sa.text("INSERT INTO nodes (id, name) VALUES (2, 'from N')"))
-        conn.execute(sa.text("INSERT INTO nodes (id, name_new) VALUES (3, 'from N+1')"))
+    with engine.begin() as conn:  # release N writes name/extra only; release N+1 name_new/meta only
+        conn.execute(sa.text("INSERT INTO nodes (id, name, extra) VALUES (2, 'from N', 'eN')"))
+        conn.execute(sa.text("INSERT INTO nodes (id, name_new, meta) VALUES (3, 'from N+1', 'eN+1')"))
         conn.execute(sa.text("UPDATE nodes SET name = 'Before' WHERE id = 1"))
     with engine.connect() as conn:
-        assert conn.execute(sa.text("SELECT id, name, name_new FROM nodes ORDER BY id")).all() == [
-            (1, "Before", "Before"), (2, "from N", "from N"), (3, "from N+1", "from N+1")]
+        assert conn.execute(sa.text("SELECT id, name, name_new, extra, meta FROM nodes ORDER BY id")).all() == [
+            (1, "Before", "Before", None, None), (2, "from N", "from N", "eN", "eN"),
+            (3, "from N+1", "from N+1", "eN+1", "eN+1")]
         assert len(sync_triggers(conn)) > 0
     workspace.use_data_migrations(files["data"])
     assert workspace.run_data_migrations() == 0
     workspace.upgrade("heads")
     with engine.connect() as conn:
         assert sync_triggers(conn) == [] and stale_sync_triggers(conn) == []
-        assert conn.execute(sa.text("SELECT id, name_new FROM nodes ORDER BY id")).all() == [
-            (1, "Before"), (2, "from N"), (3, "from N+1")]
+        assert conn.execute(sa.text("SELECT id, name_new, meta FROM nodes ORDER BY id")).all() == [
+            (1, "Before", None), (2, "from N", "eN"), (3, "from N+1", "eN+1")]
     engine.dispose()
 
 
