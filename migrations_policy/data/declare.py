@@ -227,14 +227,16 @@ class _Differs(ColumnElement[bool]):
 
     @property
     def textual(self) -> bool:
-        """Either side is a string: compare exactly, not by the column's collation."""
-        return any(isinstance(side.type, sa.String) for side in (self.left, self.right))
+        """Either side is a string or JSON: compare exactly, not by the column's collation
+        (and JSON as text on PostgreSQL, where ``json`` has no equality operator)."""
+        return any(isinstance(side.type, (sa.String, sa.JSON)) for side in (self.left, self.right))
 
 
 def differs(left: Any, right: Any) -> ColumnElement[bool]:
     """NULL-safe "differs": true when exactly one side is NULL or both are non-NULL and unequal.
 
-    PostgreSQL ``IS DISTINCT FROM``; SQLite ``IS NOT`` (``COLLATE BINARY`` for strings);
+    PostgreSQL ``IS DISTINCT FROM`` (as text for strings and JSON); SQLite ``IS NOT``
+    (``COLLATE BINARY`` for strings);
     MariaDB/MySQL ``NOT (a <=> b)``, on the bytes (``CAST(.. AS BINARY)``) when either side
     is typed as a string, because their default collations ignore case and trailing spaces.
     """
@@ -252,6 +254,12 @@ def _sides(element: _Differs, compiler: Any, kw: Any, wrap: Callable[[Any], Any]
 @compiles(_Differs)
 def _differs_default(element: _Differs, compiler: Any, **kw: Any) -> str:
     return "%s IS DISTINCT FROM %s" % _sides(element, compiler, kw)
+
+
+@compiles(_Differs, "postgresql")
+def _differs_postgresql(element: _Differs, compiler: Any, **kw: Any) -> str:
+    as_text = (lambda side: sa.cast(side, sa.Text)) if element.textual else (lambda side: side)
+    return "%s IS DISTINCT FROM %s" % _sides(element, compiler, kw, as_text)
 
 
 @compiles(_Differs, "sqlite")
