@@ -115,20 +115,24 @@ class Planner:
         else:
             self.plan.contract.append(op)
 
+    def _model_table(self, table: str) -> sa.Table | None:
+        """*table* in the target metadata (the models), None when unknown."""
+        return self.metadata.tables.get(table) if self.metadata is not None else None
+
     def _key_of(self, table: str) -> str:
-        found = self.metadata.tables.get(table) if self.metadata is not None else None
+        found = self._model_table(table)
         if found is not None and len(found.primary_key.columns) == 1:
             return next(iter(found.primary_key.columns)).name
         return "id"
 
     def _model_column(self, table: str, column: str) -> sa.Column | None:
-        found = self.metadata.tables.get(table) if self.metadata is not None else None
+        found = self._model_table(table)
         return found.c.get(column) if found is not None else None
 
     def _not_null(self, table: str, columns: list[str]) -> bool:
-        """Any of *columns* is NOT NULL in the target metadata (unknown: False)."""
-        found = self.metadata.tables.get(table) if self.metadata is not None else None
-        return found is not None and any(c in found.c and not found.c[c].nullable for c in columns)
+        """Any of *columns* is NOT NULL in the models (unknown: False)."""
+        return any(found is not None and not found.nullable
+                   for found in (self._model_column(table, c) for c in columns))
 
     def _table(self, container: ops.ModifyTableOps) -> None:
         table, schema = container.table_name, container.schema
