@@ -3,7 +3,7 @@
 Public API (documented in docs/data_migrations.rst):
 
 * declaring: ``DataMigration``, ``data_migration`` (decorator), ``Batch``, ``differs``
-  (NULL-safe comparison), ``FILL_IN`` (a generated stub's placeholder);
+  (NULL-safe comparison), ``FILL_IN`` (a generated stub's placeholder); ``Prune`` (``dbsync prune``);
 * running: ``run``, ``RunOptions`` (the runner behind ``dbsync online_data_migrations``);
 * finding: ``load_registry``, ``Registry``, ``ENTRY_POINT_GROUP``;
 * the gate's view: ``pending_migrations``, ``record_forced``;
@@ -14,6 +14,7 @@ Public API (documented in docs/data_migrations.rst):
 from .declare import FILL_IN, Batch, DataMigration, Registry, data_migration, differs
 from .discovery import ENTRY_POINT_GROUP, load_registry, load_release_mapping
 from .ledger import LEDGER_TABLE, create_ledger, drop_ledger, record_forced
+from .prune import Prune
 from .report import MigrationReport, RunReport
 from .runner import PendingMigration, RunOptions, count_pending, pending_migrations, run
 from .versions import ObjectVersionError, ObjectVersionReport, ReleaseMapping, check_object_versions
@@ -21,6 +22,7 @@ from .versions import ObjectVersionError, ObjectVersionReport, ReleaseMapping, c
 __all__ = [
     "Batch", "DataMigration", "FILL_IN", "Registry", "data_migration", "differs",
     "ENTRY_POINT_GROUP", "load_registry", "load_release_mapping",
+    "Prune",
     "LEDGER_TABLE", "create_ledger", "drop_ledger", "record_forced",
     "MigrationReport", "RunReport",
     "PendingMigration", "RunOptions", "count_pending", "pending_migrations", "run",
