@@ -416,6 +416,33 @@ DBSYNC_COMMANDS.append(CommandSpec(
 ))
 
 
+def _configure_notes(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("start", metavar="FROM", help="the revision the previous release ended at (or base)")
+    parser.add_argument("end", metavar="TO", help="the revision this release ends at (or heads)")
+    parser.add_argument("-c", "--config", default=DEFAULT_ALEMBIC_INI, metavar="FILE",
+                        help="the alembic ini file (default: %(default)s)")
+    parser.add_argument("--format", choices=("markdown", "yaml", "json"), default="markdown",
+                        help="a Markdown release-note section, reno's YAML, or JSON (default: markdown)")
+
+
+def _run_notes(args: argparse.Namespace) -> commands.Result:
+    from .notes import notes
+    from .project import Project
+
+    return notes(Project(args.config), args.start, args.end)
+
+
+DEVELOPER_COMMANDS.append(CommandSpec(
+    "notes",
+    "release notes from the findings acknowledged (ignored with a reason) between two revisions",
+    _configure_notes,
+    _run_notes,
+    description="For each revision after FROM up to TO, every '# migrations-policy: ignore[CODE] reason' is "
+                "matched with the findings it silences (rule, message naming the table and the lock, "
+                "dialects) and exported with its reason, as a Markdown section or reno YAML.",
+))
+
+
 # -- proving: rehearse, trace (migrations_policy.rehearsal, migrations_policy.trace) --------------
 def _configure_rehearse(parser: argparse.ArgumentParser) -> None:
     positive_int, positive_float = _number(int), _number(float)

@@ -6,15 +6,17 @@ commands hand to the migration context), so that before the first step:
 
 1. the contract gate (``gate.evaluate``) judges every revision this run will
    apply *or stamp* and refuses before any DDL, for ``dbsync`` and plain
-   ``alembic upgrade``/``stamp`` alike; in offline ``--sql`` mode it writes the
-   requirements as SQL comments and warns that it could not check them;
+   ``alembic upgrade``/``stamp`` alike; in offline ``--sql`` mode the SQL starts
+   with statements that fail, when run, while a required migration is pending
+   (``offline_guard.py``);
 2. the session gets a bounded lock timeout and every statement is retried with
    backoff when it times out on a lock (``lock_timeout.py``);
 3. an ``on_version_apply`` callback records each applied revision's phase in
    ``migrations_policy_revisions``, so ``assert_schema_compatible`` can tell an
-   unknown expand revision (fine for older code) from an unknown contract one.
+   unknown expand revision (fine for older code) from an unknown contract one,
+   and appends it to ``migrations_policy_revision_history`` (``dbsync rollback``).
 
-An env.py that does not pass these options is caught by ``failsafe.py``.
+Downgrades get the lock timeouts and retries too.  An env.py that does not pass these options is caught by ``failsafe.py``.
 """
 
 from __future__ import annotations
