@@ -19,7 +19,7 @@ from sqlalchemy import exc as sa_exc
 
 from .errors import PolicyError, UsageError
 from .gate import GateRefused, NotWired
-from .lock_timeout import is_lock_timeout
+from .lock_timeout import is_retryable
 from .progress import watch
 from .project import Project, _one_line
 from .result import Result
@@ -48,11 +48,11 @@ def _alembic_watched(running, fn, *args, **kwargs) -> None:
     except (ImportError, OSError) as exc:  # env.py missing, or the project's env.py cannot import its code
         raise PolicyError(f"alembic: cannot load the environment's env.py: {_one_line(exc)}") from None
     except sa_exc.DBAPIError as exc:
-        if is_lock_timeout(exc):
+        if is_retryable(exc):
             raise PolicyError("gave up waiting for a lock after every retry: another transaction holds a lock "
-                              f"on the table ({_one_line(exc)}); the failed revision was rolled back (on "
-                              "MariaDB/MySQL only its statements before the failed one stay applied), rerun "
-                              "when that transaction has finished") from None
+                              f"on the table ({_one_line(exc)}); the revision stopped before that statement "
+                              "(statements that committed before it are journaled: `dbsync status` shows them), "
+                              "rerun when that transaction has finished: the rerun resumes") from None
         raise PolicyError(f"migration failed: {running.describe() or 'a revision'}: {_one_line(exc)}") from None
 
 
@@ -115,6 +115,7 @@ class StatusResult(Result):
         data["data_migrations"] = [{"name": m.name, "remaining": m.remaining, "estimated": m.estimated,
                                     "state": m.state} for m in state.data_migrations]
         data["contract_allowed"] = state.contract_allowed
+        data["partly_applied"] = [p.to_dict() for p in state.partly_applied]
         data["gate"] = state.verdict.to_dict()
         if state.object_versions is not None:
             data["object_versions"] = state.object_versions.to_dict()
@@ -127,6 +128,7 @@ class StatusResult(Result):
             current = ", ".join(status.current) or "(none)"
             lines.append(f"{name}: current {current}, head {status.head or '(none)'}, {len(status.pending)} pending")
             lines.extend(f"  pending {rev}" for rev in status.pending)
+        lines.extend(p.describe() for p in state.partly_applied)
         lines.append(f"data migrations: {len(state.data_pending)} with rows remaining")
         for m in state.data_migrations:
             remaining = ("n/a (table or columns absent)" if m.remaining is None else
@@ -159,9 +161,10 @@ class CheckResult(StatusResult):
         return {"exit_code": self.exit_code, "meaning": CHECK_MEANINGS[self.exit_code], **super().to_dict()}
 
     def text(self) -> str:
+        partly = [p.describe() for p in self.state.partly_applied]
         if self.exit_code == CHECK_CANNOT_APPLY:
-            return "; ".join([CHECK_MEANINGS[self.exit_code], *self.state.verdict.defects])
-        return CHECK_MEANINGS[self.exit_code]
+            return "\n".join(["; ".join([CHECK_MEANINGS[self.exit_code], *self.state.verdict.defects]), *partly])
+        return "\n".join([CHECK_MEANINGS[self.exit_code], *partly])
 
 
 CHECK_MEANINGS = {

@@ -23,15 +23,21 @@ def first_line(exc: BaseException) -> str:
     return (text.strip().splitlines() or [""])[0][:200]
 
 
-def record_operations(fn: Callable[[], Any], dialect_name: str) -> tuple[list[Any], str | None]:
-    """Call *fn* (a revision's ``upgrade`` or ``downgrade``) against an offline *dialect_name*
-    context; return the operations it invoked and why it stopped early (None: it ran to the end)."""
+def record_operations(fn: Callable[[], Any], dialect: Any,
+                      on_statement: Callable[[Any], None] | None = None) -> tuple[list[Any], str | None]:
+    """Call *fn* (a revision's ``upgrade`` or ``downgrade``) against an offline context for
+    *dialect* (a name or a SQLAlchemy dialect); return the operations it invoked and why it
+    stopped early (None: it ran to the end).  *on_statement* receives each statement construct
+    instead of its rendering (the journal counts a revision's statements so)."""
     from alembic import op as op_module
     from alembic.operations import Operations
     from alembic.runtime.migration import MigrationContext
 
-    context = MigrationContext.configure(dialect_name=dialect_name, opts={
-        "as_sql": True, "output_buffer": io.StringIO(), "literal_binds": True})
+    opts = {"as_sql": True, "output_buffer": io.StringIO(), "literal_binds": on_statement is None}
+    context = (MigrationContext.configure(dialect_name=dialect, opts=opts) if isinstance(dialect, str)
+               else MigrationContext.configure(dialect=dialect, opts=opts))
+    if on_statement is not None:
+        context.impl._exec = lambda construct, *args, **kwargs: on_statement(construct)
     recorded: list[Any] = []
     original_invoke = Operations.invoke
 

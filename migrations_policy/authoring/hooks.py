@@ -36,4 +36,6 @@ def autogenerate_options(context: Any, project_hook: Callable[..., None] | None 
     return {
         "process_revision_directives": process_revision_directives,
         "autogenerate_plugins": list(AUTOGENERATE_PLUGINS),
+        # a changed server default matters to the release that omits the column: compare it
+        "compare_server_default": True,
     }

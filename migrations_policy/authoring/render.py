@@ -13,7 +13,10 @@ on PostgreSQL, MySQL/MariaDB and SQLite:
   ``CHECK (col IS NOT NULL)`` so that no step holds an exclusive lock for a scan;
 * ``ValidateConstraint``: ``VALIDATE CONSTRAINT`` on PostgreSQL (in contract);
 * ``Batch``: ops inside ``op.batch_alter_table`` (SQLite rebuilds, others ALTER);
-* ``Note``: comment lines telling the developer what to fill in.
+* ``Note``: comment lines telling the developer what to fill in;
+* ``sync_triggers.CreateSyncTriggerOp`` / ``DropSyncTriggerOp``: ``op.create_sync_trigger``
+  in expand and ``op.drop_sync_trigger`` in contract (their module is imported by the
+  script, which registers the operations).
 
 Every op has ``reverse()`` so the downgrade of each script is generated too.
 """
@@ -26,6 +29,11 @@ from alembic.autogenerate import renderers
 from alembic.autogenerate.render import render_op
 from alembic.operations import ops
 from sqlalchemy.dialects import postgresql
+
+from ..sync_triggers import CreateSyncTriggerOp, DropSyncTriggerOp
+
+#: The import a script using the sync-trigger operations needs (it registers them).
+SYNC_TRIGGERS_IMPORT = "import migrations_policy.sync_triggers  # noqa: F401  (registers op.create_sync_trigger)"
 
 _PG = 'if op.get_context().dialect.name == "postgresql":'
 _MYSQL = 'if op.get_context().dialect.name == "mysql":'
@@ -120,6 +128,41 @@ class SetNotNull(PolicyOp):
         return Batch(self.alter.table_name, [self.alter.reverse()], self.alter.schema)
 
 
+class OnlineAlter(PolicyOp):
+    """Expand: an ``alter_column`` that is an ALTER on PostgreSQL and MySQL/MariaDB (drop NOT
+    NULL, a server default) but that SQLite can do only by rebuilding the table."""
+
+    def __init__(self, alter: ops.AlterColumnOp):
+        self.alter = alter
+
+    def reverse(self):  # downgrade is not linted: no ignore comment that would be unused there
+        return Batch(self.alter.table_name, [self.alter.reverse()], self.alter.schema)
+
+
+class OnlineUniqueConstraint(PolicyOp):
+    """Contract: a unique constraint on an existing table.  PostgreSQL: the unique index
+    built ``CONCURRENTLY`` (writes go on), then ``ADD CONSTRAINT ... UNIQUE USING INDEX``
+    (a brief lock); elsewhere ``create_unique_constraint`` (MariaDB builds it online,
+    SQLite rebuilds the table)."""
+
+    def __init__(self, create: ops.CreateUniqueConstraintOp):
+        self.create = create
+
+    def reverse(self):
+        return Batch(self.create.table_name, [self.create.reverse()], self.create.schema)
+
+
+class NarrowingSyncTrigger(PolicyOp):
+    """Expand: ``op.create_sync_trigger`` whose ``up`` copies only values that fit *length*
+    (a longer one leaves the new column NULL instead of failing the old release's write)."""
+
+    def __init__(self, table: str, old: str, new: str, length: int):
+        self.table, self.old, self.new, self.length = table, old, new, length
+
+    def reverse(self):
+        return DropSyncTriggerOp(self.table, self.old, self.new)
+
+
 class ValidateConstraint(PolicyOp):
     def __init__(self, table: str, name: str):
         self.table, self.name = table, name
@@ -141,6 +184,48 @@ def quote_pg(name: str) -> str:
 @renderers.dispatch_for(Note)
 def _note(autogen_context, op: Note) -> list[str]:
     return [f"# {line}".rstrip() for line in op.text.splitlines()]
+
+
+@renderers.dispatch_for(CreateSyncTriggerOp)
+def _create_sync_trigger(autogen_context, op: CreateSyncTriggerOp) -> list[str]:
+    pair = op.pair
+    return [f"op.create_sync_trigger({pair.table!r}, old={pair.old!r}, new={pair.new!r})"]
+
+
+@renderers.dispatch_for(DropSyncTriggerOp)
+def _drop_sync_trigger(autogen_context, op: DropSyncTriggerOp) -> list[str]:
+    pair = op.pair
+    return [f"op.drop_sync_trigger({pair.table!r}, old={pair.old!r}, new={pair.new!r})"]
+
+
+@renderers.dispatch_for(OnlineUniqueConstraint)
+def _online_unique(autogen_context, op: OnlineUniqueConstraint) -> list[str]:
+    create = op.create
+    index = ops.CreateIndexOp(create.constraint_name, create.table_name, list(create.columns), unique=True,
+                              schema=create.schema)
+    attach = (f"ALTER TABLE {quote_pg(create.table_name)} ADD CONSTRAINT {quote_pg(create.constraint_name)} "
+              f"UNIQUE USING INDEX {quote_pg(create.constraint_name)}")
+    return [
+        _PG,
+        "# the unique index without blocking writes, then the constraint made from it (a brief lock)",
+        "with op.get_context().autocommit_block():",
+        "# migrations-policy: ignore[MP120] the constraint's own index: in expand it would already enforce "
+        "uniqueness on the previous release's writes",
+        *_render(autogen_context, _with_kw(index, postgresql_concurrently=True)),
+        DEDENT,
+        f"op.execute(sa.text({attach!r}))",
+        DEDENT,
+        "else:",
+        *_batch(autogen_context, Batch(create.table_name, [create], create.schema)),
+        END,
+    ]
+
+
+@renderers.dispatch_for(NarrowingSyncTrigger)
+def _narrowing_sync_trigger(autogen_context, op: NarrowingSyncTrigger) -> list[str]:
+    old = f"sa.column({op.old!r}, sa.String())"
+    return [f"op.create_sync_trigger({op.table!r}, old={op.old!r}, new={op.new!r},",
+            f"                       up=sa.case((sa.func.length({old}) <= {op.length}, {old})))"]
 
 
 @renderers.dispatch_for(OnlineIndex)
@@ -212,6 +297,19 @@ def _set_not_null(autogen_context, op: SetNotNull) -> list[str]:
         DEDENT,
         "else:",
         *_batch(autogen_context, Batch(table, [op.alter], op.alter.schema)),
+        END,
+    ]
+
+
+@renderers.dispatch_for(OnlineAlter)
+def _online_alter(autogen_context, op: OnlineAlter) -> list[str]:
+    return [
+        'if op.get_context().dialect.name == "sqlite":',
+        "# SQLite changes a column only by rebuilding its table (under the database's write lock)",
+        "# migrations-policy: ignore[MP151] SQLite has no ALTER COLUMN; the rebuild is the only route",
+        *_batch(autogen_context, Batch(op.alter.table_name, [op.alter], op.alter.schema)),
+        "else:",
+        *_render(autogen_context, op.alter),
         END,
     ]
 

@@ -11,8 +11,10 @@ Each op autogenerate found is described to the knowledge base
   defaults, comments, dropping NOT NULL;
 * contract: drops, SET NOT NULL (on PostgreSQL through a validated ``CHECK``,
   see ``render.SetNotNull``), other constraints on existing tables;
-* multi-step (type change, rename): expand adds the new column, a data migration
-  copies, contract drops the old column.
+* multi-step (type change, rename): expand adds the new column and sync triggers
+  (``sync_triggers``: each release's writes reach the other's column), a data
+  migration copies the rows written before, contract drops the triggers and then
+  the old column.
 
 Data migrations go to a stub module (``stubs``); the contract script lists them
 in ``requires_data_migrations`` for the gate.  An empty phase writes no file.
@@ -28,11 +30,13 @@ from typing import Any
 import sqlalchemy as sa
 from alembic import command as alembic_command
 from alembic.operations import ops
+from alembic.util import CommandError
 from alembic.util import rev_id as new_rev_id
 
 from ..policy import model as m
 from . import classify, render, stubs
-from .render import Batch, Note
+from ..sync_triggers import CreateSyncTriggerOp, DropSyncTriggerOp
+from .render import SYNC_TRIGGERS_IMPORT, Batch, Note
 
 EXPAND, CONTRACT = "expand", "contract"
 
@@ -52,6 +56,7 @@ class Plan:
 class _TableWork:
     """Contract work on one existing table, emitted in a safe order."""
 
+    drop_triggers: list = field(default_factory=list)  # sync triggers: before the columns they use go
     validate: list = field(default_factory=list)
     drop_constraints: list = field(default_factory=list)
     drop_indexes: list = field(default_factory=list)
@@ -60,7 +65,7 @@ class _TableWork:
     after: list = field(default_factory=list)
 
     def operations(self, table: str, schema: str | None) -> list:
-        out = list(self.validate) + self.set_not_null
+        out = list(self.drop_triggers) + self.validate + self.set_not_null
         if self.drop_constraints:
             out.append(Batch(table, self.drop_constraints, schema))
         out.extend(self.drop_indexes)
@@ -76,6 +81,8 @@ class Planner:
         self.plan = Plan()
         self.new_tables: set[str] = set()
         self.metadata = metadata
+        #: Changes the split will not write, one line each (``process_revision_directives`` refuses).
+        self.refusals: list[str] = []
 
     # -- entry ------------------------------------------------------------
     def run(self, upgrade_ops: ops.UpgradeOps) -> Plan:
@@ -89,7 +96,14 @@ class Planner:
                 self.plan.contract_tail.append(op)
             else:
                 self._place(op, classify.describe(op), None)
+        self._sync_triggers_last()
         return self.plan
+
+    def _sync_triggers_last(self) -> None:
+        """Expand creates the sync triggers after every other change: a SQLite table rebuild
+        (``batch_alter_table``) drops the table's triggers with the old table."""
+        sync = (CreateSyncTriggerOp, render.NarrowingSyncTrigger)
+        self.plan.expand.sort(key=lambda op: isinstance(op, sync))
 
     # -- helpers ------------------------------------------------------------
     def _place(self, op, operation: m.Operation, work: _TableWork | None) -> None:
@@ -101,11 +115,24 @@ class Planner:
         else:
             self.plan.contract.append(op)
 
+    def _model_table(self, table: str) -> sa.Table | None:
+        """*table* in the target metadata (the models), None when unknown."""
+        return self.metadata.tables.get(table) if self.metadata is not None else None
+
     def _key_of(self, table: str) -> str:
-        found = self.metadata.tables.get(table) if self.metadata is not None else None
+        found = self._model_table(table)
         if found is not None and len(found.primary_key.columns) == 1:
             return next(iter(found.primary_key.columns)).name
         return "id"
+
+    def _model_column(self, table: str, column: str) -> sa.Column | None:
+        found = self._model_table(table)
+        return found.c.get(column) if found is not None else None
+
+    def _not_null(self, table: str, columns: list[str]) -> bool:
+        """Any of *columns* is NOT NULL in the models (unknown: False)."""
+        return any(found is not None and not found.nullable
+                   for found in (self._model_column(table, c) for c in columns))
 
     def _table(self, container: ops.ModifyTableOps) -> None:
         table, schema = container.table_name, container.schema
@@ -120,19 +147,24 @@ class Planner:
             elif isinstance(op, ops.AddColumnOp):
                 self._add_column(op, new, work)
             elif isinstance(op, ops.DropColumnOp):
+                self._relax_before_drop(op.table_name, op.to_column(), op.schema)
                 work.alters.append(op)
             elif isinstance(op, ops.CreateIndexOp):
                 self.plan.expand.append(op if new else render.OnlineIndex(op))
             elif isinstance(op, ops.DropIndexOp):
                 work.drop_indexes.append(render.OnlineIndex(op))
+            elif isinstance(op, ops.AddConstraintOp) and not new and not op.constraint_name:
+                self._refuse_unnamed(table, op)
             elif isinstance(op, ops.CreateForeignKeyOp) and not new:
                 self._foreign_key(op, work)
+            elif isinstance(op, ops.CreateUniqueConstraintOp) and not new:
+                self._unique(op, work)
             elif isinstance(op, ops.DropConstraintOp):
                 work.drop_constraints.append(op)
             else:
                 self._place(op, classify.describe(op, new_table=new), work)
         if not new:
-            self._guess_renames(table, added, dropped)
+            self._guess_renames(table, added, dropped, work)
         self.plan.contract.extend(work.operations(table, schema))
 
     # -- column changes -------------------------------------------------------
@@ -156,15 +188,34 @@ class Planner:
         elif classify.phase(operation) == m.MULTI_STEP:
             self._replace_column(op, work)
         elif classify.phase(operation) in (m.EXPAND, m.ANY):
-            self.plan.expand.append(Batch(op.table_name, [op], op.schema))
+            self.plan.expand.append(render.OnlineAlter(op))
         else:
             work.alters.append(op)
+
+    def _refuse_unnamed(self, table: str, op: ops.AddConstraintOp) -> None:
+        kind = {"foreignkey": "foreign key", "unique": "unique constraint", "check": "check constraint"}.get(
+            op.constraint_type, "constraint")
+        self.refusals.append(
+            f"{table}: the new {kind} has no name (the metadata has no naming_convention): name it, or set "
+            "MetaData(naming_convention=...), so that contract can validate it and downgrade can drop it")
+
+    def _relax_before_drop(self, table: str, column: sa.Column, schema: str | None) -> None:
+        """A NOT NULL column without a default that contract drops: the new release no longer
+        writes it, so its inserts would fail during the rollout.  Expand relaxes it."""
+        if column.nullable or column.server_default is not None:
+            return
+        self.plan.expand.append(Note(f"{table}.{column.name} is dropped in contract: the new release no longer "
+                                     "writes it, so it\nmust accept NULL during the rollout."))
+        self.plan.expand.append(render.OnlineAlter(ops.AlterColumnOp(
+            table, column.name, schema=schema, modify_nullable=True, existing_type=column.type,
+            existing_nullable=False)))
 
     def _set_not_null(self, op: ops.AlterColumnOp, work: _TableWork) -> None:
         """Data: backfill NULLs; contract: SET NOT NULL (``render.SetNotNull``)."""
         table, column = op.table_name, op.column_name
         name = stubs.migration_name(table, column, "not_null")
-        self.plan.stubs.append(stubs.Stub(stubs.BACKFILL, name, table, self._key_of(table), column))
+        self.plan.stubs.append(stubs.Stub(stubs.BACKFILL, name, table, self._key_of(table), column,
+                                          types={column: op.existing_type}))
         alter = ops.AlterColumnOp(table, column, schema=op.schema, modify_nullable=False,
                                   existing_type=op.existing_type, existing_server_default=op.existing_server_default,
                                   existing_nullable=True)
@@ -175,27 +226,51 @@ class Planner:
     def _replace_column(self, op: ops.AlterColumnOp, work: _TableWork) -> None:
         """Type change or rename: new column in expand, copy, drop the old one in contract."""
         table, old = op.table_name, op.column_name
+        model = self._model_column(table, op.modify_name or old)
+        if model is not None and model.primary_key:
+            self.refusals.append(
+                f"{table}.{old} is in the primary key: the split does not change a key column's type or name "
+                "(it would leave the table without its key); do it by hand: a new key column filled by "
+                "triggers, a unique index built concurrently, the key swapped in contract "
+                "(docs/authoring.rst, 'Primary key columns')")
+            return
         if op.modify_name is not None:
             new_name, new_type, what = op.modify_name, op.existing_type, "renamed"
         else:
             new_name, new_type, what = f"{old}_new", op.modify_type, "changes type"
         name = stubs.migration_name(table, new_name, "from", old)
+        narrowed = _narrowed_length(op.existing_type, new_type)
+        if narrowed is not None:
+            self.plan.expand.append(Note(
+                f"NARROWING {table}.{old} to {narrowed} characters: a longer value is not copied (the\n"
+                f"triggers leave {new_name!r} NULL, the data migration reports the row as stuck and the\n"
+                "gate refuses contract) until you shorten it.  MariaDB's length() counts bytes."))
         self.plan.expand.append(Note(
             f"{table}.{old} {what}: a column cannot change while old code runs.  This adds\n"
-            f"{new_name!r} ({new_type!r}); FILL IN:\n"
-            f"  1. map the new column in your model (keep {old!r} mapped while the previous\n"
-            f"     release runs, and write both: see docs/authoring.rst, 'Resize or rename');\n"
-            f"     rename {new_name!r} here and in the data migration if you prefer another name;\n"
-            f"  2. review the {name!r} data migration that copies {old!r} into it.\n"
-            f"Contract drops {old!r}."))
+            f"{new_name!r} ({new_type!r}) and sync triggers: what the previous release writes to\n"
+            f"{old!r} reaches {new_name!r}, and what this release writes to {new_name!r} reaches\n"
+            f"{old!r} (give up=/down= expressions if a plain copy is not the conversion).  So\n"
+            f"this release may map {new_name!r} only.  FILL IN: map it in your model (rename\n"
+            f"{new_name!r} here, in the triggers and in the data migration if you prefer another\n"
+            f"name), and review the {name!r} data migration, which copies the rows written\n"
+            f"before the triggers existed.  Contract drops the triggers, then {old!r}."))
         self.plan.expand.append(ops.AddColumnOp(table, sa.Column(new_name, new_type, nullable=True),
                                                 schema=op.schema))
-        self.plan.stubs.append(stubs.Stub(stubs.COPY, name, table, self._key_of(table), new_name, source=old))
-        old_column = sa.Column(old, op.existing_type, nullable=bool(op.existing_nullable))
+        self.plan.expand.append(CreateSyncTriggerOp(table, old, new_name) if narrowed is None
+                                else render.NarrowingSyncTrigger(table, old, new_name, narrowed))
+        work.drop_triggers.append(DropSyncTriggerOp(table, old, new_name))
+        self.plan.stubs.append(stubs.Stub(stubs.COPY, name, table, self._key_of(table), new_name, source=old,
+                                          types={old: op.existing_type, new_name: new_type},
+                                          max_length=narrowed))
+        old_column = sa.Column(old, op.existing_type, nullable=op.existing_nullable is not False,
+                               server_default=op.existing_server_default or None)
+        self._relax_before_drop(table, old_column, op.schema)
         work.alters.append(ops.DropColumnOp.from_column_and_tablename(op.schema, table, old_column))
 
-    def _guess_renames(self, table: str, added: list, dropped: list) -> None:
-        """A dropped and an added column of the same kind of type may be a rename."""
+    def _guess_renames(self, table: str, added: list, dropped: list, work: _TableWork) -> None:
+        """A dropped and an added column of the same kind of type may be a rename: a copy stub
+        and sync triggers, both marked GUESSED (the new release writes only the new column, and
+        without the triggers the copy would take that for old code's divergence and overwrite it)."""
         free = list(added)
         for drop in dropped:
             old = drop.to_column()
@@ -204,8 +279,22 @@ class Planner:
                     free.remove(add)
                     name = stubs.migration_name(table, add.column.name, "from", old.name)
                     self.plan.stubs.append(stubs.Stub(stubs.COPY, name, table, self._key_of(table),
-                                                      add.column.name, source=old.name, guessed=True))
+                                                      add.column.name, source=old.name, guessed=True,
+                                                      types={old.name: old.type, add.column.name: add.column.type}))
+                    guessed = (f"GUESSED: {table}.{old.name} -> {add.column.name} looks like a rename (a dropped and "
+                               "an added column\nof a similar type); if it is not, delete the sync triggers here "
+                               f"and in the contract,\nand the {name!r} data migration.")
+                    self.plan.expand += [Note(guessed), CreateSyncTriggerOp(table, old.name, add.column.name)]
+                    work.drop_triggers.append(DropSyncTriggerOp(table, old.name, add.column.name))
                     break
+
+    def _unique(self, op: ops.CreateUniqueConstraintOp, work: _TableWork) -> None:
+        """Contract adds it (safe form); a data migration counts the rows that violate it first."""
+        name = stubs.migration_name(op.table_name, op.constraint_name, "duplicates")
+        columns = list(op.columns)
+        self.plan.stubs.append(stubs.Stub(stubs.DUPLICATES, name, op.table_name, self._key_of(op.table_name),
+                                          columns[0], child_columns=columns))
+        work.after.append(render.OnlineUniqueConstraint(op))
 
     def _foreign_key(self, op: ops.CreateForeignKeyOp, work: _TableWork) -> None:
         name = stubs.migration_name(op.source_table, op.constraint_name or "fk", "orphans")
@@ -213,7 +302,7 @@ class Planner:
         self.plan.stubs.append(stubs.Stub(
             stubs.ORPHANS, name, op.source_table, self._key_of(op.source_table), op.local_cols[0],
             parent_table=op.referent_table, parent_columns=list(op.remote_cols),
-            child_columns=list(op.local_cols)))
+            child_columns=list(op.local_cols), required=self._not_null(op.source_table, op.local_cols)))
         if op.constraint_name:
             work.validate.append(render.ValidateConstraint(op.source_table, op.constraint_name))
             work.after.append(render.SqliteRebuildForeignKey(op))
@@ -256,10 +345,34 @@ def process_revision_directives(context, revision, directives) -> None:
         context.config.print_stdout("  (no 'expand'/'contract' branch labels: one script, not split; "
                                     "see `migrations-policy init --adopt`)")
         return
-    plan = Planner(context.opts.get("target_metadata")).run(script.upgrade_ops)
+    metadata = context.opts.get("target_metadata")
+    _warn_about_check_constraints(context.config, metadata)
+    planner = Planner(metadata)
+    plan = planner.run(script.upgrade_ops)
+    if planner.refusals:  # before anything is written
+        raise CommandError("the expand/contract split refuses:\n  " + "\n  ".join(planner.refusals))
     directives[:] = build_scripts(context, script, plan)
     if not directives:
         context.config.print_stdout("No schema changes detected; no revision written.")
+
+
+def _narrowed_length(old: Any, new: Any) -> int | None:
+    """The new length when a string column gets shorter (``Text`` -> ``String(n)`` too), else None."""
+    if isinstance(new, sa.String) and new.length and isinstance(old, sa.String) \
+            and (old.length is None or old.length > new.length):
+        return new.length
+    return None
+
+
+def _warn_about_check_constraints(config, metadata) -> None:
+    """Alembic's autogenerate does not compare CHECK constraints: say so, naming the models' ones."""
+    tables = metadata if isinstance(metadata, (list, tuple)) else [metadata]
+    names = sorted(f"{table.name}.{constraint.name or '(unnamed)'}" for m_ in tables if m_ is not None
+                   for table in m_.tables.values() for constraint in table.constraints
+                   if isinstance(constraint, sa.CheckConstraint))
+    if names:
+        config.print_stdout(f"  (CHECK constraints are NOT compared by autogenerate: {', '.join(names)}; "
+                            "add or drop them by hand, in contract once existing rows satisfy them)")
 
 
 def _has_layout(directory) -> bool:
@@ -296,9 +409,11 @@ def _explicit_rev_id(context) -> bool:
 
 def _script(rev_id: str, operations: list, message: str | None, phase: str, version_path: str) -> ops.MigrationScript:
     downgrade = [r for r in (op.reverse() for op in reversed(operations)) if r is not None]
+    sync = (CreateSyncTriggerOp, DropSyncTriggerOp, render.NarrowingSyncTrigger)
+    imports = {SYNC_TRIGGERS_IMPORT} if any(isinstance(op, sync) for op in operations) else set()
     return ops.MigrationScript(
         rev_id, ops.UpgradeOps(ops=list(operations)), ops.DowngradeOps(ops=downgrade),
-        message=message, imports=set(), head=f"{phase}@head", version_path=version_path,
+        message=message, imports=imports, head=f"{phase}@head", version_path=version_path,
     )
 
 
@@ -311,9 +426,17 @@ def _write_stubs(context, plan: Plan, revision: str, message: str | None) -> Non
     directory, package = stubs.stub_directory(settings.data_migrations, Path(context.script.dir))
     filename = stubs.module_filename(message, revision)
     path = stubs.write_module(directory, filename, stubs.render_module(plan.stubs, revision, message or ""))
-    module = f"{package}.{path.stem}" if package else path.stem
-    config.print_stdout(f"  Generating {path} ... done (data migrations: review them, and add "
-                        f"{module} to the data_migrations setting)")
+    base = ini.parent if ini else Path.cwd()
+    roots = [base / entry for entry in (config.get_prepend_sys_paths_list() or [])] + [base]
+    module = stubs.module_name(path, package, roots)
+    if module is None:
+        how = (f"move it into a package of your project that is importable (prepend_sys_path), "
+               f"and list that module in the data_migrations setting")
+        module_text = str(path)
+    else:
+        how = f"and add {module} to the data_migrations setting"
+        module_text = module
+    config.print_stdout(f"  Generating {path} ... done (data migrations: review them, {how})")
     (plan.expand or plan.contract).insert(0, Note(
-        f"Data migrations for this change: {module} ({path.name});\n"
-        f"review them, and list {module!r} in the data_migrations setting."))
+        f"Data migrations for this change: {module_text} ({path.name});\n"
+        f"review them, {how}."))

@@ -3,12 +3,20 @@
 Three kinds, each a complete ``DataMigration`` the developer reviews:
 
 * ``copy``: a rename or type change; copies the old column into the new one
-  (``values={new: old}``), pending while the new one is NULL and the old one is not;
+  (``values={new: old}``), pending while the new one IS DISTINCT FROM the old one,
+  so a row the previous release writes again after the copy is pending again;
 * ``backfill``: a NOT NULL change; pending while the column IS NULL, with a
-  ``FILL_IN`` value left None until the developer sets one (the rows stay NULL,
-  the runner reports them as stuck, so an unfinished stub never passes the gate);
+  ``FILL_IN(...)`` placeholder until the developer sets a value (a declaration
+  holding one is refused, naming its file and line, so an unfinished stub
+  neither runs nor passes the gate);
 * ``orphans``: a foreign key added to an existing table; rows pointing at no
-  parent row get the key set to NULL (or the developer deletes them instead).
+  parent row get the key set to NULL, or are deleted when the column is NOT NULL;
+* ``duplicates``: a unique constraint added to an existing table; it only *finds*
+  the rows whose values a row with a smaller key also has (they stay pending, so
+  the gate counts them and refuses contract) until the developer resolves them.
+
+Column types are declared when they are SQLAlchemy's generic ones, so that the
+comparison is exact (byte for byte for strings on MariaDB, ``declare.differs``).
 """
 
 from __future__ import annotations
@@ -18,8 +26,11 @@ import keyword
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-COPY, BACKFILL, ORPHANS = "copy", "backfill", "orphans"
+import sqlalchemy as sa
+
+COPY, BACKFILL, ORPHANS, DUPLICATES = "copy", "backfill", "orphans", "duplicates"
 
 
 @dataclass
@@ -34,6 +45,12 @@ class Stub:
     parent_table: str = ""  # orphans
     parent_columns: list[str] = field(default_factory=list)
     child_columns: list[str] = field(default_factory=list)
+    #: {column: its type} where known (rendered when SQLAlchemy's generic type).
+    types: dict[str, Any] = field(default_factory=dict)
+    #: orphans: the child column is NOT NULL (orphan rows are deleted, not detached).
+    required: bool = False
+    #: copy: the new column is shorter (a narrowing): longer values are left for the developer.
+    max_length: int | None = None
 
 
 def migration_name(*parts: str) -> str:
@@ -51,25 +68,38 @@ def _ident(name: str) -> str:
     return text
 
 
-def _tables(stub_list: list[Stub]) -> dict[str, list[str]]:
-    """Every table the stubs read or write, with the columns they use."""
-    tables: dict[str, list[str]] = {}
+def _tables(stub_list: list[Stub]) -> dict[str, dict[str, str]]:
+    """Every table the stubs read or write: {table: {column: type source ("" unknown)}}."""
+    tables: dict[str, dict[str, str]] = {}
     for stub in stub_list:
         used = [stub.key, stub.source, stub.column, *stub.child_columns]
-        tables.setdefault(stub.table, []).extend(c for c in used if c)
+        columns = tables.setdefault(stub.table, {})
+        for column in (c for c in used if c):
+            columns[column] = columns.get(column) or _type_source(stub.types.get(column))
         if stub.parent_table:
-            tables.setdefault(stub.parent_table, []).extend(stub.parent_columns)
-    return {name: list(dict.fromkeys(columns)) for name, columns in tables.items()}
+            parent = tables.setdefault(stub.parent_table, {})
+            for column in stub.parent_columns:
+                parent.setdefault(column, "")
+    return tables
 
 
-def _table_clause(table: str, columns: list[str]) -> str:
-    cols = ", ".join(f"sa.column({c!r})" for c in columns)
+def _type_source(type_: Any) -> str:
+    """``sa.String()`` for a SQLAlchemy generic type (no arguments: only its kind matters), else ""."""
+    if type_ is None:
+        return ""
+    cls = type(type_) if not isinstance(type_, type) else type_
+    return f"sa.{cls.__name__}()" if getattr(sa, cls.__name__, None) is cls else ""
+
+
+def _table_clause(table: str, columns: dict[str, str]) -> str:
+    cols = ", ".join(f"sa.column({c!r}, {t})" if t else f"sa.column({c!r})" for c, t in columns.items())
     return f"{_ident(table)} = sa.table({table!r}, {cols})"
 
 
-def _declaration(stub: Stub, pending: str, values: str) -> list[str]:
+def _declaration(stub: Stub, pending: str | None, values: str) -> list[str]:
+    where = [f"    pending={pending},"] if pending else []
     return [f"{stub.name} = DataMigration(", f"    {stub.name!r},", f"    table={_ident(stub.table)},",
-            f"    key={stub.key!r},", f"    pending={pending},", f"    values={values},", ")"]
+            f"    key={stub.key!r},", *where, f"    values={values},", ")"]
 
 
 def render_stub(stub: Stub) -> str:
@@ -81,29 +111,78 @@ def render_stub(stub: Stub) -> str:
             lines += ["# GUESSED: autogenerate saw a dropped and an added column of a similar type.  If",
                       f"# {stub.column!r} does not replace {stub.source!r}, delete this migration and its",
                       "# name in requires_data_migrations of the contract script."]
-        return "\n".join(lines + _declaration(
-            stub, f"sa.and_({t}.c[{stub.column!r}].is_(None), {t}.c[{stub.source!r}].is_not(None))",
-            f"{{{stub.column!r}: {t}.c[{stub.source!r}]}}"))
+        lines += [f"# Pending while {stub.column!r} IS DISTINCT FROM {stub.source!r}: a row the previous",
+                  "# release writes again after the copy is copied again."]
+        source, target = f"{t}.c[{stub.source!r}]", f"{t}.c[{stub.column!r}]"
+        if stub.max_length is None:
+            return "\n".join(lines + _declaration(stub, None, f"{{{stub.column!r}: {source}}}"))
+        return "\n".join(lines + [
+            f"# NARROWING to {stub.max_length}: a longer value is not copied; its row stays pending, the",
+            "# runner reports it as stuck and the gate refuses contract until you shorten it.",
+            "# MariaDB's length() counts bytes, so multi-byte values may be reported too.",
+            f"@data_migration({stub.name!r}, table={t}, key={stub.key!r}, pending=differs({target}, {source}))",
+            f"def {_ident(stub.name)}(connection, batch):",
+            f'    """Copy {stub.source} into {stub.column} where it fits in {stub.max_length} characters."""',
+            f"    fits = sa.func.length({source}) <= {stub.max_length}",
+            f"    connection.execute(sa.update({t}).where(batch.where, fits).values({{{stub.column!r}: {source}}}))",
+        ])
     if stub.kind == BACKFILL:
         fill = f"FILL_IN_{_ident(stub.name).upper()}"
         return "\n".join([
             f"# {stub.table}.{stub.column} becomes NOT NULL in contract: give existing NULL rows a value.",
-            f"# FILL IN: a constant or a Core expression (e.g. {t}.c.other_column).  While it is None",
-            "# the rows stay NULL, the runner reports them as stuck and the contract gate refuses.",
-            f"{fill} = None",
+            f"# FILL IN: a constant or a Core expression (e.g. {t}.c.other_column).  Until you do,",
+            "# loading this module fails, naming this line, and the contract gate refuses.",
+            f"{fill} = FILL_IN({f'the value for NULL rows of {stub.table}.{stub.column}'!r})",
         ] + _declaration(stub, f"{t}.c[{stub.column!r}].is_(None)", f"{{{stub.column!r}: {fill}}}"))
-    parent = _ident(stub.parent_table)
+    if stub.kind == DUPLICATES:
+        return _render_duplicates(stub)
+    return _render_orphans(stub)
+
+
+def _render_duplicates(stub: Stub) -> str:
+    t = _ident(stub.table)
+    other = f"{t}_other"
+    same = ", ".join(f"{other}.c[{c!r}] == {t}.c[{c!r}]" for c in stub.child_columns)
+    not_null = ", ".join(f"{t}.c[{c!r}].is_not(None)" for c in stub.child_columns)
+    return "\n".join([
+        f"# {stub.table}({', '.join(stub.child_columns)}) becomes UNIQUE in contract: rows whose values a row with a",
+        "# smaller key also has.  This migration only FINDS them: they stay pending, `dbsync check`",
+        "# and the runner count them, and the gate refuses contract until none is left.",
+        "# CHECK: resolve them (merge, change or delete), here or by hand.",
+        f"{other} = {t}.alias('other')",
+        f"@data_migration({stub.name!r}, table={t}, key={stub.key!r},",
+        f"                pending=sa.and_({not_null}, sa.exists().where(sa.and_({same}, "
+        f"{other}.c[{stub.key!r}] < {t}.c[{stub.key!r}]))))",
+        f"def {_ident(stub.name)}(connection, batch):",
+        f'    """Find {stub.table} rows that would violate the new unique constraint (resolves nothing)."""',
+        "    return 0",
+    ])
+
+
+def _render_orphans(stub: Stub) -> str:
+    t, parent = _ident(stub.table), _ident(stub.parent_table)
     lines = [f"# {stub.table}({', '.join(stub.child_columns)}) -> {stub.parent_table}: rows pointing at no parent row.",
              "# The expand script added the foreign key without checking existing rows; contract",
-             "# validates it.  CHECK: this sets the key to NULL; delete the rows instead if that is right."]
+             "# validates it."]
     if stub.parent_table == stub.table:
         parent = f"{t}_parent"
         lines.append(f"{parent} = {t}.alias('parent')")
     match = ", ".join(f"{parent}.c[{p!r}] == {t}.c[{c!r}]" for c, p in zip(stub.child_columns, stub.parent_columns))
     not_null = ", ".join(f"{t}.c[{c!r}].is_not(None)" for c in stub.child_columns)
-    return "\n".join(lines + _declaration(
-        stub, f"sa.and_({not_null}, ~sa.exists().where(sa.and_({match})))",
-        "{" + ", ".join(f"{c!r}: None" for c in stub.child_columns) + "}"))
+    pending = f"sa.and_({not_null}, ~sa.exists().where(sa.and_({match})))"
+    if not stub.required:
+        lines.append("# CHECK: this sets the key to NULL; delete the rows instead if that is right.")
+        return "\n".join(lines + _declaration(stub, pending, "{" + ", ".join(
+            f"{c!r}: None" for c in stub.child_columns) + "}"))
+    return "\n".join(lines + [
+        f"# {stub.table}.{stub.column} is NOT NULL, so an orphan cannot be detached: this DELETES it.",
+        "# CHECK that deleting is right (or point the rows at a parent row instead).",
+        f"@data_migration({stub.name!r}, table={t}, key={stub.key!r},",
+        f"                pending={pending})",
+        f"def {_ident(stub.name)}(connection, batch):",
+        f'    """Delete the {stub.table} rows whose {stub.parent_table} row does not exist."""',
+        f"    return connection.execute(sa.delete({t}).where(batch.where)).rowcount",
+    ])
 
 
 def render_module(stub_list: list[Stub], revision: str, message: str) -> str:
@@ -119,7 +198,7 @@ def render_module(stub_list: list[Stub], revision: str, message: str) -> str:
         "",
         "import sqlalchemy as sa",
         "",
-        "from migrations_policy.data import DataMigration",
+        "from migrations_policy.data import FILL_IN, DataMigration, data_migration, differs  # noqa: F401",
         "",
     ]
     tables = [_table_clause(name, columns) for name, columns in _tables(stub_list).items()]
@@ -142,6 +221,22 @@ def stub_directory(settings_modules: list[str], script_location: Path) -> tuple[
             return Path(list(spec.submodule_search_locations)[0]), module
         return Path(spec.origin).parent, module.rpartition(".")[0] or None
     return script_location / "data_migrations", None
+
+
+def module_name(path: Path, package: str | None, roots: list[Path]) -> str | None:
+    """The dotted name that imports the stub module at *path*: in *package* when known,
+    else relative to the first of *roots* (the project's ``prepend_sys_path`` entries)
+    that holds it through identifiers only.  None when no root does."""
+    if package:
+        return f"{package}.{path.stem}"
+    for root in roots:
+        try:
+            parts = path.resolve().with_suffix("").relative_to(root.resolve()).parts
+        except ValueError:
+            continue
+        if parts and all(part.isidentifier() and not keyword.iskeyword(part) for part in parts):
+            return ".".join(parts)
+    return None
 
 
 def write_module(directory: Path, filename: str, text: str) -> Path:

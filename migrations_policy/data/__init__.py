@@ -2,7 +2,8 @@
 
 Public API (documented in docs/data_migrations.rst):
 
-* declaring: ``DataMigration``, ``data_migration`` (decorator), ``Batch``; ``Prune`` (``dbsync prune``);
+* declaring: ``DataMigration``, ``data_migration`` (decorator), ``Batch``, ``differs``
+  (NULL-safe comparison), ``FILL_IN`` (a generated stub's placeholder); ``Prune`` (``dbsync prune``);
 * running: ``run``, ``RunOptions`` (the runner behind ``dbsync online_data_migrations``);
 * finding: ``load_registry``, ``Registry``, ``ENTRY_POINT_GROUP``;
 * the gate's view: ``pending_migrations``, ``record_forced``;
@@ -10,7 +11,7 @@ Public API (documented in docs/data_migrations.rst):
 * object versions: ``ReleaseMapping``, ``check_object_versions``, ``ObjectVersionError``.
 """
 
-from .declare import Batch, DataMigration, Registry, data_migration
+from .declare import FILL_IN, Batch, DataMigration, Registry, data_migration, differs
 from .discovery import ENTRY_POINT_GROUP, load_registry, load_release_mapping
 from .ledger import LEDGER_TABLE, create_ledger, drop_ledger, record_forced
 from .prune import Prune
@@ -20,7 +21,7 @@ from .runner import RunOptions, run
 from .versions import ObjectVersionError, ObjectVersionReport, ReleaseMapping, check_object_versions
 
 __all__ = [
-    "Batch", "DataMigration", "Registry", "data_migration",
+    "Batch", "DataMigration", "FILL_IN", "Registry", "data_migration", "differs",
     "ENTRY_POINT_GROUP", "load_registry", "load_release_mapping",
     "Prune",
     "LEDGER_TABLE", "create_ledger", "drop_ledger", "record_forced",

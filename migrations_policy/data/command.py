@@ -7,7 +7,7 @@ import threading
 from contextlib import contextmanager
 from typing import Any, Iterable, Iterator
 
-from ..errors import UsageError
+from ..errors import ConfigError, UsageError
 from ..project import Project
 from .declare import Registry
 from .discovery import load_registry
@@ -45,10 +45,33 @@ def run_for_project(
         names=list(migrations), options=parse_option_args(options),
     )
     registry = project_registry(project)
-    with project.connect():
-        pass  # one-line error now if the database cannot be reached
+    with project.connect() as connection:  # one-line error now if the database cannot be reached
+        missing = undeclared_requirements(project, registry, connection)
+    if missing:  # the gate would refuse contract however often this runs: say what to declare
+        raise ConfigError(f"pending contract revisions require data migrations that no module declares: "
+                          f"{'; '.join(missing)}; add the module that declares them to the data_migrations "
+                          f"setting ({project.alembic_config.config_file_name})")
     with sigterm_interrupts():
         return run(project.engine, registry, run_options, progress=progress)
+
+
+def undeclared_requirements(project: Project, registry: Registry, connection: Any) -> list[str]:
+    """``name (required by rev, ...)`` for each data migration a pending contract revision
+    requires (``requires_data_migrations``) that the project does not declare."""
+    from ..gate import requirements_of
+    from ..policy.model import CONTRACT
+    from ..revisions import branch_statuses, current_heads
+
+    try:
+        script = project.script
+    except ConfigError:  # no revision scripts (a project that only runs data migrations): none requires any
+        return []
+    missing: dict[str, list[str]] = {}
+    for revision in branch_statuses(script, current_heads(connection))[CONTRACT].pending:
+        for name in requirements_of(script.get_revision(revision)).names:
+            if name not in registry:
+                missing.setdefault(name, []).append(revision)
+    return [f"{name} (required by {', '.join(revisions)})" for name, revisions in missing.items()]
 
 
 def prune_for_project(project: Project, *, batch_size: int | None = None, batch_seconds: float | None = None,

@@ -3,25 +3,26 @@
 A data migration is a value, not a subclass: a ``DataMigration`` (or a function
 decorated with ``@data_migration``) in a module listed under ``data_migrations``
 in the project's settings.  It names the table and the unique key it walks, and
-a *pending* predicate, a SQLAlchemy Core expression that is true for rows that
-still need work, so that the database itself counts what remains::
+what it does, so that the database itself counts what remains::
 
     import sqlalchemy as sa
     from migrations_policy.data import DataMigration
 
-    nodes = sa.table("nodes", sa.column("id", sa.Integer), sa.column("extra"), sa.column("meta"))
+    nodes = sa.table("nodes", sa.column("id", sa.Integer), sa.column("extra", sa.Text),
+                     sa.column("meta", sa.Text))
 
     nodes_extra_to_meta = DataMigration(
-        "nodes_extra_to_meta",
-        table=nodes,
-        key="id",
-        pending=sa.and_(nodes.c.meta.is_(None), nodes.c.extra.is_not(None)),
-        values={"meta": nodes.c.extra},
+        "nodes_extra_to_meta", table=nodes, key="id", values={"meta": nodes.c.extra},
     )
 
-``values`` makes it set-based: each batch is one ``UPDATE nodes SET meta = extra
-WHERE id > :lower AND id <= :upper AND <pending>``.  For work one UPDATE cannot
-express, decorate a function that migrates the rows of ``batch.where``::
+``values`` makes it set-based, and its *pending* predicate is built from the
+values: a row is pending while any target column IS DISTINCT FROM its value
+(NULL-safe on every dialect, ``differs``), so a row that old code writes again
+after it was copied is pending again, by construction.  ``pending=`` is then an
+optional extra condition, ANDed to that.  Each batch is one ``UPDATE nodes SET
+meta = extra WHERE id > :lower AND id <= :upper AND <pending>``.  For work one
+UPDATE cannot express, decorate a function that migrates the rows of
+``batch.where`` (its ``pending=`` predicate is required and is the whole predicate)::
 
     @data_migration("port_node_orphans", table=ports, key="id", pending=...)
     def port_node_orphans(connection, batch):
@@ -33,12 +34,14 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
-from sqlalchemy.sql import ColumnElement, TableClause
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql import ColumnElement, TableClause, operators
 
 from ..errors import ConfigError
 
@@ -58,8 +61,15 @@ class DataMigration:
     :param key: name of a single-column unique key of *table* (usually the primary
         key).  Dense integer keys are walked in key ranges; others by keyset.
     :param pending: Core expression, true for rows that still need migrating.
-        It must become false for a row once the row is migrated.
+        Function form: required, and it must become false for a row once the row
+        is migrated.  Set-based form: optional, an extra condition ANDed to
+        the divergence of the values (see ``values``); the attribute ``pending``
+        is then the whole predicate and ``condition`` the author's part.
     :param values: ``{column name: value or expression}`` for the set-based form.
+        A row is pending while any of these columns IS DISTINCT FROM its value.
+        Declare column types in ``table`` (``sa.column("name", sa.String)``): on
+        MariaDB/MySQL string columns are then compared byte for byte, so a change
+        of case or of trailing spaces is a difference too.
     :param migrate: ``fn(connection, batch)`` for the function form.
     :param options: ``{key: default}`` accepted by ``--option NAME.key=value``;
         values arrive converted to the default's type in ``batch.options``.
@@ -70,12 +80,14 @@ class DataMigration:
     name: str
     table: TableClause
     key: str
-    pending: ColumnElement[bool]
+    pending: ColumnElement[bool] | None = None
     values: Mapping[str, Any] | None = None
     migrate: MigrateFunction | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
     run_last: bool = False
     description: str = ""
+    #: Set-based form: the author's extra ``pending=`` condition (None: none).
+    condition: ColumnElement[bool] | None = field(init=False, default=None, repr=False)
 
     def __post_init__(self) -> None:
         where = f"data migration {self.name!r}"
@@ -89,9 +101,20 @@ class DataMigration:
             raise ConfigError(f"{where}: key column {self.key!r} is not a column of {self.table.name}")
         if (self.values is None) == (self.migrate is None):
             raise ConfigError(f"{where}: give exactly one of values= (set-based) or migrate= (a function)")
-        for column in self.values or {}:
+        if self.values is None and self.pending is None:
+            raise ConfigError(f"{where}: the function form needs pending= (true for rows still to migrate)")
+        for column, value in (self.values or {}).items():
             if column not in self.table.c:
                 raise ConfigError(f"{where}: values sets {column!r}, not a column of {self.table.name}")
+            if isinstance(value, FillIn):
+                raise ConfigError(f"{value.where}: {where}: {value.what} is not filled in "
+                                  f"(replace FILL_IN(...) with a value or a Core expression)")
+        if self.values is not None:
+            if not self.values:
+                raise ConfigError(f"{where}: values= sets no column")
+            object.__setattr__(self, "condition", self.pending)
+            object.__setattr__(self, "pending", self._divergence() if self.pending is None
+                               else sa.and_(self._divergence(), self.pending))
         for option in self.options:
             if not str(option).isidentifier():
                 raise ConfigError(f"{where}: option name {option!r} is not an identifier")
@@ -104,14 +127,21 @@ class DataMigration:
     def table_name(self) -> str:
         return self.table.name
 
+    def _divergence(self) -> ColumnElement[bool]:
+        """Any target column IS DISTINCT FROM its value: the rows the UPDATE would change."""
+        return sa.or_(*(differs(self.table.c[name], _as_expression(value, self.table.c[name].type))
+                        for name, value in self.values.items()))
+
     @functools.cached_property
     def unmigratable(self) -> ColumnElement[bool] | None:
         """Set-based form: true for pending rows that the UPDATE would leave pending (*stuck*).
 
         It is *pending* with each column of *values* replaced by its value, so the
         database tells, from the row as it is, what the row would read after the
-        UPDATE (SQL evaluates every SET expression on the old row).  A NULL verdict
-        counts as migrated, as a NULL *pending* does.  None for the function form.
+        UPDATE (SQL evaluates every SET expression on the old row): the divergence
+        part becomes false unless a value reads a target (``n = n + 1``), and the
+        author's condition decides.  A NULL verdict counts as migrated, as a NULL
+        *pending* does.  None for the function form.
         """
         if self.values is None:
             return None
@@ -154,6 +184,96 @@ class DataMigration:
         return parsed
 
 
+class FillIn:
+    """A placeholder a generated stub leaves for the developer: ``FILL_IN("what")``.
+
+    A ``DataMigration`` whose ``values`` still holds one is refused at declaration,
+    naming the file and line of the placeholder, so an unfinished stub neither runs
+    nor lets the contract gate through.
+    """
+
+    def __init__(self, what: str):
+        frame = sys._getframe(1)
+        self.what = what
+        self.where = f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+    def __repr__(self) -> str:
+        return f"FILL_IN({self.what!r})"
+
+
+FILL_IN = FillIn
+
+
+class _Differs(ColumnElement[bool]):
+    """``left`` differs from ``right``, NULL-safe; rendered per dialect (``differs``)."""
+
+    inherit_cache = True
+    type = sa.Boolean()
+    _is_implicitly_boolean = True  # a predicate: no "= 1" where booleans are integers
+    _traverse_internals = [("left", sa.sql.visitors.InternalTraversal.dp_clauseelement),
+                           ("right", sa.sql.visitors.InternalTraversal.dp_clauseelement)]
+
+    def __init__(self, left: ColumnElement, right: ColumnElement):
+        self.left, self.right = left, right
+
+    def self_group(self, against: Any = None) -> ColumnElement:
+        """Parenthesised under NOT and other operators that bind at least as tightly."""
+        if against is not None and operators.is_precedent(operators.is_distinct_from, against):
+            return sa.sql.elements.Grouping(self)
+        return self
+
+    def _negate(self) -> ColumnElement:
+        return sa.sql.elements.UnaryExpression(self.self_group(against=operators.inv), operator=operators.inv)
+
+    @property
+    def textual(self) -> bool:
+        """Either side is a string or JSON: compare exactly, not by the column's collation
+        (and JSON as text on PostgreSQL, where ``json`` has no equality operator)."""
+        return any(isinstance(side.type, (sa.String, sa.JSON)) for side in (self.left, self.right))
+
+
+def differs(left: Any, right: Any) -> ColumnElement[bool]:
+    """NULL-safe "differs": true when exactly one side is NULL or both are non-NULL and unequal.
+
+    PostgreSQL ``IS DISTINCT FROM`` (as text for strings and JSON); SQLite ``IS NOT``
+    (``COLLATE BINARY`` for strings);
+    MariaDB/MySQL ``NOT (a <=> b)``, on the bytes (``CAST(.. AS BINARY)``) when either side
+    is typed as a string, because their default collations ignore case and trailing spaces.
+    """
+    return _Differs(sa.sql.coercions.expect(sa.sql.roles.ExpressionElementRole, left),
+                    sa.sql.coercions.expect(sa.sql.roles.ExpressionElementRole, right))
+
+
+def _sides(element: _Differs, compiler: Any, kw: Any, wrap: Callable[[Any], Any] = lambda side: side) -> tuple:
+    """Both sides rendered (parenthesised where needed); written out here because some
+    dialects' own IS DISTINCT FROM drops the compile options (literal binds)."""
+    return tuple(compiler.process(wrap(side).self_group(against=operators.is_distinct_from), **kw)
+                 for side in (element.left, element.right))
+
+
+@compiles(_Differs)
+def _differs_default(element: _Differs, compiler: Any, **kw: Any) -> str:
+    return "%s IS DISTINCT FROM %s" % _sides(element, compiler, kw)
+
+
+@compiles(_Differs, "postgresql")
+def _differs_postgresql(element: _Differs, compiler: Any, **kw: Any) -> str:
+    as_text = (lambda side: sa.cast(side, sa.Text)) if element.textual else (lambda side: side)
+    return "%s IS DISTINCT FROM %s" % _sides(element, compiler, kw, as_text)
+
+
+@compiles(_Differs, "sqlite")
+def _differs_sqlite(element: _Differs, compiler: Any, **kw: Any) -> str:
+    left, right = _sides(element, compiler, kw)
+    return f"{left} IS NOT ({right}) COLLATE BINARY" if element.textual else f"{left} IS NOT {right}"
+
+
+@compiles(_Differs, "mysql")
+def _differs_mysql(element: _Differs, compiler: Any, **kw: Any) -> str:
+    exact = (lambda side: sa.cast(side, sa.LargeBinary)) if element.textual else (lambda side: side)
+    return "NOT (%s <=> %s)" % _sides(element, compiler, kw, exact)
+
+
 def _as_expression(value: Any, type_: Any) -> sa.ColumnElement:
     """A ``values`` entry as an SQL expression (a plain value becomes a bound literal of the column's type)."""
     if isinstance(value, sa.ClauseElement):
@@ -175,7 +295,7 @@ def _convert(text: str, default: Any) -> Any:
 
 
 def data_migration(
-    name: str, *, table: TableClause, key: str, pending: ColumnElement[bool],
+    name: str, *, table: TableClause, key: str, pending: ColumnElement[bool] | None = None,
     options: Mapping[str, Any] | None = None, run_last: bool = False,
 ) -> Callable[[MigrateFunction], DataMigration]:
     """Decorator for the function form: the function becomes a ``DataMigration``."""

@@ -42,8 +42,13 @@ def test_regenerated_history_has_the_same_phases(sqlite_workspace):
     assert [(p.parent.name, p.stem.split("_", 1)[1]) for p in generated] == [
         ("expand", "release1"), ("expand", "release2"), ("contract", "release2"), ("contract", "release3")]
     hand = [p for p in sorted(HAND_WRITTEN.glob("*/0*.py")) if not p.name.startswith("0000_")]
+    # The hand-written history adds sync triggers (extra/meta, name/display_name): autogenerate
+    # sees an added column in release 2 and a dropped one in release 3, and cannot pair them.
+    sync = {("other", None, "CreateSyncTriggerOp"), ("other", None, "DropSyncTriggerOp")}
     for dialect in ("postgresql", "mysql"):
-        assert phase_ops(generated, dialect) == phase_ops(hand, dialect), dialect
+        hand_ops = phase_ops(hand, dialect)
+        assert sync <= hand_ops["expand"] | hand_ops["contract"]
+        assert phase_ops(generated, dialect) == {phase: found - sync for phase, found in hand_ops.items()}, dialect
     assert ("drop_column", "nodes", "extra") in phase_ops(hand)["contract"]
     assert ("validate_constraint", "ports", "fk_ports_node_id_nodes") in phase_ops(hand)["contract"]
     assert ("create_index", "nodes", "ix_nodes_version") in phase_ops(hand)["expand"]

@@ -4,7 +4,14 @@ the data migrations run, the scripts linted, and ``alembic check`` converging.""
 
 from __future__ import annotations
 
+import re
+import sys
+
+import pytest
 import sqlalchemy as sa
+
+from migrations_policy.errors import ConfigError
+from migrations_policy.sync_triggers import stale_sync_triggers, sync_triggers
 
 from .conftest import module_of
 
@@ -81,12 +88,19 @@ def test_every_kind_of_change(workspace, backend):
         assert lint(path, phase) == [], path.name
 
     workspace.upgrade("expand@head")
-    # the developer fills in the backfill values, lists the module, runs the data migrations
-    data = files["data"].read_text()
-    data = data.replace("FILL_IN_NODES_MUST_NOT_NULL = None", "FILL_IN_NODES_MUST_NOT_NULL = 0")
-    data = data.replace("FILL_IN_NODES_STATE_NOT_NULL = None", "FILL_IN_NODES_STATE_NOT_NULL = 'enroll'")
-    files["data"].write_text(data)
+    # an unfilled placeholder is named with its file and line, and nothing runs
     workspace.use_data_migrations(files["data"])
+    data = files["data"].read_text()
+    placeholder = "FILL_IN_NODES_MUST_NOT_NULL = FILL_IN('the value for NULL rows of nodes.must')"
+    line = data.splitlines().index(placeholder) + 1
+    with pytest.raises(ConfigError, match=re.escape(f"{files['data']}:{line}: data migration "
+                                                    "'nodes_must_not_null': the value for NULL rows")):
+        workspace.run_data_migrations()
+    # the developer fills in the backfill values, lists the module, runs the data migrations
+    data = re.sub(r"FILL_IN_NODES_MUST_NOT_NULL = FILL_IN\(.*\)", "FILL_IN_NODES_MUST_NOT_NULL = 0", data)
+    data = re.sub(r"FILL_IN_NODES_STATE_NOT_NULL = FILL_IN\(.*\)", "FILL_IN_NODES_STATE_NOT_NULL = 'enroll'", data)
+    files["data"].write_text(data)
+    sys.modules.pop(f"dm.{files['data'].stem}", None)
     assert workspace.run_data_migrations() == 0
     workspace.upgrade("heads")
     with sa.create_engine(workspace.url).connect() as conn:
@@ -112,16 +126,41 @@ def test_type_change_and_rename(workspace, backend):
     assert "FILL IN" in expand and "changes type" in expand
     assert "op.add_column('nodes', sa.Column('meta'" in expand
     assert "batch_op.drop_column('name')" in contract and "batch_op.drop_column('extra')" in contract
+    # sync triggers for the type change and the guessed rename: installed in expand, dropped in
+    # contract before the column, each script importing the module that registers the operations
+    for old, new in (("name", "name_new"), ("extra", "meta")):
+        assert f"op.create_sync_trigger('nodes', old={old!r}, new={new!r})" in expand
+        assert contract.index(f"op.drop_sync_trigger('nodes', old={old!r}, new={new!r})") < \
+            contract.index(f"batch_op.drop_column({old!r})")
+    assert "GUESSED: nodes.extra -> meta looks like a rename" in expand
+    assert "import migrations_policy.sync_triggers" in expand and "import migrations_policy.sync_triggers" in contract
     assert set(module_of(files["contract"])["requires_data_migrations"]) == {
         "nodes_name_new_from_name", "nodes_meta_from_extra"}
     data = files["data"].read_text()
     assert "values={'name_new': nodes.c['name']}" in data and "GUESSED" in data
     for path, phase in ((files["expand"], "expand"), (files["contract"], "contract")):
         assert lint(path, phase) == [], path.name
+    with sa.create_engine(workspace.url).begin() as conn:
+        conn.execute(sa.text("INSERT INTO nodes (id, name) VALUES (1, 'before')"))
     workspace.upgrade("expand@head")
+    engine = sa.create_engine(workspace.url)
+    with engine.begin() as conn:  # release N writes name/extra only; release N+1 name_new/meta only
+        conn.execute(sa.text("INSERT INTO nodes (id, name, extra) VALUES (2, 'from N', 'eN')"))
+        conn.execute(sa.text("INSERT INTO nodes (id, name_new, meta) VALUES (3, 'from N+1', 'eN+1')"))
+        conn.execute(sa.text("UPDATE nodes SET name = 'Before' WHERE id = 1"))
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT id, name, name_new, extra, meta FROM nodes ORDER BY id")).all() == [
+            (1, "Before", "Before", None, None), (2, "from N", "from N", "eN", "eN"),
+            (3, "from N+1", "from N+1", "eN+1", "eN+1")]
+        assert len(sync_triggers(conn)) > 0
     workspace.use_data_migrations(files["data"])
     assert workspace.run_data_migrations() == 0
     workspace.upgrade("heads")
+    with engine.connect() as conn:
+        assert sync_triggers(conn) == [] and stale_sync_triggers(conn) == []
+        assert conn.execute(sa.text("SELECT id, name_new, meta FROM nodes ORDER BY id")).all() == [
+            (1, "Before", None), (2, "from N", "eN"), (3, "from N+1", "eN+1")]
+    engine.dispose()
 
 
 def test_no_changes_writes_nothing(workspace, backend):

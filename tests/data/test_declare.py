@@ -30,6 +30,8 @@ def declare(**overrides):
     ({"migrate": lambda conn, batch: 0}, "exactly one of values="),
     ({"values": {"c": 1}}, "values sets 'c'"),
     ({"options": {"not valid": 1}}, "not an identifier"),
+    ({"values": None, "migrate": lambda conn, batch: 0, "pending": None}, "function form needs pending="),
+    ({"values": {}}, "values= sets no column"),
 ])
 def test_declaration_errors_are_one_line(overrides, message):
     with pytest.raises(ConfigError, match=message) as info:
@@ -56,12 +58,19 @@ def test_unmigratable_is_pending_with_the_values_substituted():
     migration = DataMigration("things_b", table=t, key="id",
                               pending=sa.and_(same_table_elsewhere.c.b.is_(None), t.c.a.is_not(None)),
                               values={"b": sa.func.nullif(t.c.a, "bad")})
-    assert sql(migration.unmigratable) == "coalesce(nullif(things.a, 'bad') IS NULL AND things.a IS NOT NULL, false)"
-    assert sql(migration.pending) == "things.b IS NULL AND things.a IS NOT NULL"  # left as it was
-    swap = declare(pending=t.c.a > t.c.b, values={"a": t.c.b, "b": t.c.a})  # SET sees the old row
-    assert sql(swap.unmigratable) == "coalesce(things.b > things.a, false)"
-    constants = declare(pending=sa.or_(t.c.a.is_(None), t.c.b != 7), values={"a": None, "b": 7})
-    assert sql(constants.unmigratable) == "coalesce(NULL IS NULL OR 7 != 7, false)"
+    # pending: the divergence of the values, AND the author's condition (kept as ``condition``)
+    assert sql(migration.pending) == ("things.b IS DISTINCT FROM nullif(things.a, 'bad') "
+                                      "AND things.b IS NULL AND things.a IS NOT NULL")
+    assert sql(migration.condition) == "things.b IS NULL AND things.a IS NOT NULL"
+    assert sql(migration.unmigratable) == ("coalesce(nullif(things.a, 'bad') IS DISTINCT FROM nullif(things.a, 'bad') "
+                                           "AND nullif(things.a, 'bad') IS NULL AND things.a IS NOT NULL, false)")
+    swap = declare(pending=None, values={"a": t.c.b, "b": t.c.a})  # SET sees the old row: never converges
+    assert sql(swap.pending) == "things.a IS DISTINCT FROM things.b OR things.b IS DISTINCT FROM things.a"
+    assert sql(swap.unmigratable) == ("coalesce(things.b IS DISTINCT FROM things.a "
+                                      "OR things.a IS DISTINCT FROM things.b, false)")
+    constants = declare(pending=None, values={"a": None, "b": 7})
+    assert sql(constants.pending) == "things.a IS DISTINCT FROM NULL OR things.b IS DISTINCT FROM 7"
+    assert sql(constants.unmigratable) == "coalesce(NULL IS DISTINCT FROM NULL OR 7 IS DISTINCT FROM 7, false)"
     assert declare(values=None, migrate=lambda conn, batch: 0).unmigratable is None
 
 

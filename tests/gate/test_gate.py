@@ -61,9 +61,11 @@ def test_partial_data_migration_still_refused(expanded, capsys):
 
 def test_rows_dirtied_again_by_old_code_close_the_gate(expanded, capsys):
     assert expanded.dbsync("online_data_migrations") == 0
-    with expanded.engine.begin() as conn:  # release-1 code writes a node the old way
+    with expanded.engine.begin() as conn:  # release-1 code writes a node the old way: the expand's
         conn.execute(sa.text("INSERT INTO nodes (id, uuid, name, extra) VALUES (:i, :u, 'late', '{}')"),
-                     {"i": ROWS + 1, "u": "late-node"})
+                     {"i": ROWS + 1, "u": "late-node"})  # sync triggers copy it at once, so a row is
+        conn.execute(sa.text("UPDATE nodes SET extra = 'x', meta = 'y' WHERE id = :i"),  # dirtied by a
+                     {"i": ROWS + 1})  # statement that writes both columns differently
     capsys.readouterr()
     assert expanded.dbsync("upgrade", "--contract") == 4
     assert re.search(r"nodes_extra_to_meta: ~?[\d,]+ rows? remaining", capsys.readouterr().err)

@@ -26,6 +26,8 @@ Revises: r2_meta_display_name_version
 from alembic import op
 import sqlalchemy as sa
 
+import migrations_policy.sync_triggers
+
 revision = "r2c_heavy"
 down_revision = "r2_meta_display_name_version"
 branch_labels = None
@@ -33,6 +35,8 @@ depends_on = None
 
 
 def upgrade():
+    # r2 keeps name and display_name in step; PostgreSQL refuses to retype a column a trigger uses
+    op.drop_sync_trigger("nodes", old="name", new="display_name")
     op.alter_column("nodes", "name", type_=sa.String(40), existing_type=sa.String(64))
     op.alter_column("nodes", "extra", nullable=False, existing_type=sa.Text())
     op.alter_column("ports", "address", nullable=True, existing_type=sa.String(18))

@@ -2,9 +2,10 @@
 
 Release 2 code writes both the old and the new columns; these copy what
 release 1 wrote, and keep copying whatever release-1 services still write
-during the rolling upgrade (a row they dirty again is pending again, and the
-next ``dbsync online_data_migrations`` picks it up).  The release-3 contract
-requires all three to be complete.
+during the rolling upgrade: a copy is pending while the new column IS DISTINCT
+FROM the old one, so a row release 1 updates again after it was copied is
+pending again, and the next ``dbsync online_data_migrations`` picks it up.  The
+release-3 contract requires all three to be complete.
 
 The tables are lightweight ``sa.table`` declarations naming only the columns a
 migration uses, not the release models: a migration must keep meaning the
@@ -13,7 +14,7 @@ same thing after the models move on.
 
 import sqlalchemy as sa
 
-from migrations_policy.data import DataMigration, data_migration
+from migrations_policy.data import DataMigration, data_migration, differs
 
 nodes = sa.table(
     "nodes", sa.column("id", sa.Integer), sa.column("extra", sa.Text), sa.column("meta", sa.Text),
@@ -25,7 +26,6 @@ nodes_extra_to_meta = DataMigration(
     "nodes_extra_to_meta",
     table=nodes,
     key="id",
-    pending=sa.and_(nodes.c.meta.is_(None), nodes.c.extra.is_not(None)),
     values={"meta": nodes.c.extra},
     description="copy nodes.extra to nodes.meta",
 )
@@ -34,8 +34,11 @@ nodes_name_to_display_name = DataMigration(
     "nodes_name_to_display_name",
     table=nodes,
     key="id",
-    pending=sa.and_(nodes.c.display_name.is_(None), nodes.c.name.is_not(None)),
     values={"display_name": nodes.c.name},
+    # Release 2 writes display_name and name = display_name[:64]: such a row is not
+    # pending (copying name back would truncate display_name); one whose name release 1
+    # changed since is.
+    pending=differs(nodes.c.name, sa.func.substr(nodes.c.display_name, 1, 64)),
     description="copy nodes.name to nodes.display_name",
 )
 

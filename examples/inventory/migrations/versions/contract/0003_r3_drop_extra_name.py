@@ -10,6 +10,8 @@ Create Date: 2026-06-01 09:00:00
 from alembic import op
 import sqlalchemy as sa
 
+import migrations_policy.sync_triggers  # noqa: F401  (registers op.drop_sync_trigger)
+
 revision = "r3_drop_extra_name"
 down_revision = "contract_root"
 branch_labels = None
@@ -22,6 +24,8 @@ requires_data_migrations = ("nodes_extra_to_meta", "nodes_name_to_display_name",
 def upgrade() -> None:
     if op.get_context().dialect.name == "postgresql":
         op.execute(sa.text("ALTER TABLE ports VALIDATE CONSTRAINT fk_ports_node_id_nodes"))
+    op.drop_sync_trigger("nodes", old="extra", new="meta")  # before the columns they use go
+    op.drop_sync_trigger("nodes", old="name", new="display_name")
     with op.batch_alter_table("nodes") as batch:
         batch.drop_column("extra")
         batch.drop_column("name")
@@ -31,3 +35,6 @@ def downgrade() -> None:
     with op.batch_alter_table("nodes") as batch:
         batch.add_column(sa.Column("name", sa.String(64), nullable=True))
         batch.add_column(sa.Column("extra", sa.Text(), nullable=True))
+    op.create_sync_trigger("nodes", old="extra", new="meta")
+    op.create_sync_trigger("nodes", old="name", new="display_name",
+                           down=sa.func.substr(sa.column("display_name", sa.String), 1, 64))

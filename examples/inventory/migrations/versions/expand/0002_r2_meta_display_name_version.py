@@ -9,12 +9,19 @@ table).  Existing rows are checked by the ``port_node_orphans`` data migration
 and the constraint validated in the release-3 contract.  SQLite cannot add a
 constraint to an existing table without rebuilding it, so it gets none.
 
+Sync triggers keep ``extra``/``meta`` and ``name``/``display_name`` in step until
+the release-3 contract: what release 1 writes to the old columns reaches the new
+ones at once, and what release 3 (which maps only the new ones) writes reaches
+the old ones, so the data migrations only copy rows written before this script.
+
 Revision ID: r2_meta_display_name_version
 Revises: r1_inventory
 Create Date: 2026-03-02 09:00:00
 """
 from alembic import op
 import sqlalchemy as sa
+
+import migrations_policy.sync_triggers  # noqa: F401  (registers op.create_sync_trigger)
 
 revision = "r2_meta_display_name_version"
 down_revision = "r1_inventory"
@@ -44,9 +51,15 @@ def upgrade() -> None:
         # migrations-policy: ignore[MP142] existing rows are checked by the port_node_orphans data migration
         op.create_foreign_key("fk_ports_node_id_nodes", "ports", "nodes", ["node_id"], ["id"])
         op.execute("SET foreign_key_checks = 1")
+    op.create_sync_trigger("nodes", old="extra", new="meta")
+    # release 3 may write a display_name longer than name's 64 characters: name gets its start
+    op.create_sync_trigger("nodes", old="name", new="display_name",
+                           down=sa.func.substr(sa.column("display_name", sa.String), 1, 64))
 
 
 def downgrade() -> None:
+    op.drop_sync_trigger("nodes", old="name", new="display_name")
+    op.drop_sync_trigger("nodes", old="extra", new="meta")
     dialect = op.get_context().dialect.name
     if dialect in ("postgresql", "mysql"):
         op.drop_constraint("fk_ports_node_id_nodes", "ports", type_="foreignkey")

@@ -1,0 +1,274 @@
+"""Common model changes the split used to get wrong, on SQLite, PostgreSQL and MariaDB, in the
+Column and the Mapped style: each is either written right (lint clean on every dialect, both
+releases can insert during the rollout, the schema ends as the models say) or refused in one
+clear line before anything is written."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+import sqlalchemy as sa
+from alembic.util import CommandError
+
+from .test_split import lint
+
+COLUMN_V1 = '''
+pagers = sa.Table("pagers", metadata, sa.Column("id", sa.Integer, primary_key=True),
+                  sa.Column("name", sa.String(20)), sa.Column("pager", sa.String(20), nullable=False),
+                  sa.Column("size", sa.Integer, nullable=False))
+'''
+MAPPED_V1 = '''
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+class Base(DeclarativeBase):
+    metadata = metadata
+
+class Pager(Base):
+    __tablename__ = "pagers"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str | None] = mapped_column(sa.String(20))
+    pager: Mapped[str] = mapped_column(sa.String(20))
+    size: Mapped[int] = mapped_column()
+'''
+STYLES = {"column": COLUMN_V1, "mapped": MAPPED_V1}
+
+
+def _without(text: str, column: str) -> str:
+    return "\n".join(line for line in text.splitlines() if f'"{column}"' not in line
+                     and not line.strip().startswith(f"{column}:"))
+
+
+def _start(workspace, style: str) -> str:
+    workspace.upgrade()
+    workspace.models(STYLES[style])
+    workspace.revision("initial")
+    workspace.upgrade()
+    with sa.create_engine(workspace.url).begin() as conn:
+        conn.execute(sa.text("INSERT INTO pagers (id, name, pager, size) VALUES (1, 'a', 'p', 3)"))
+    return STYLES[style]
+
+
+@pytest.mark.parametrize("style", sorted(STYLES))
+def test_dropping_a_not_null_column_relaxes_it_in_expand(workspace, backend, style):
+    v1 = _start(workspace, style)
+    if style == "column":
+        v2 = v1.replace(', sa.Column("pager", sa.String(20), nullable=False)', "")
+    else:
+        v2 = _without(v1, "pager")
+    workspace.models(v2)
+    files = workspace.revision("drop pager")
+    assert set(files) == {"expand", "contract"}
+    for path, phase in ((files["expand"], "expand"), (files["contract"], "contract")):
+        assert lint(path, phase) == [], path.name
+    workspace.upgrade("expand@head")
+    engine = sa.create_engine(workspace.url)
+    with engine.begin() as conn:  # release N+1 does not write pager; release N still does
+        conn.execute(sa.text("INSERT INTO pagers (id, name, size) VALUES (2, 'n+1', 1)"))
+        conn.execute(sa.text("INSERT INTO pagers (id, name, pager, size) VALUES (3, 'n', 'p3', 1)"))
+    workspace.upgrade("heads")
+    _assert_schema_is_the_models(workspace, engine)
+
+
+@pytest.mark.parametrize("style", sorted(STYLES))
+def test_primary_key_type_change_is_refused_in_one_line(workspace, backend, style):
+    v1 = _start(workspace, style)
+    if style == "column":
+        v2 = v1.replace('sa.Column("id", sa.Integer, primary_key=True)', 'sa.Column("id", sa.BigInteger, '
+                                                                         'primary_key=True)')
+    else:
+        v2 = v1.replace("id: Mapped[int] = mapped_column(primary_key=True)",
+                        "id: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True)")
+    workspace.models(v2)
+    before = workspace.files()
+    with pytest.raises(CommandError, match=r"pagers\.id is in the primary key: .*by hand") as info:
+        workspace.revision("bigint id")
+    assert info.value.args[0].count("\n") == 1  # the headline and one refusal line
+    assert workspace.files() == before, "nothing written"
+
+
+def test_unnamed_constraint_on_an_existing_table_is_refused(workspace, backend):
+    v1 = _start(workspace, "column")
+    workspace.models(v1.replace('sa.Column("size", sa.Integer, nullable=False))',
+                                'sa.Column("size", sa.Integer, nullable=False), sa.UniqueConstraint("name"))'))
+    before = workspace.files()
+    with pytest.raises(CommandError, match="pagers: the new unique constraint has no name"):
+        workspace.revision("unique name")
+    assert workspace.files() == before
+
+
+def _assert_schema_is_the_models(workspace, engine) -> None:
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+    import runpy
+
+    metadata = runpy.run_path(str(workspace.root / "models.py"))["metadata"]
+    with engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_server_default": True}), metadata)
+    assert [d for d in diff if "alembic_version" not in str(d) and "migrations_policy" not in str(d)] == []
+
+
+@pytest.mark.parametrize("style", sorted(STYLES))
+def test_server_default_changes_are_compared_and_placed_in_expand(workspace, backend, style):
+    v1 = _start(workspace, style)
+    if style == "column":
+        v2 = v1.replace('sa.Column("name", sa.String(20))', 'sa.Column("name", sa.String(20), server_default="anon")')
+    else:
+        v2 = v1.replace("name: Mapped[str | None] = mapped_column(sa.String(20))",
+                        'name: Mapped[str | None] = mapped_column(sa.String(20), server_default="anon")')
+    workspace.models(v2)
+    files = workspace.revision("name default")
+    assert set(files) == {"expand"}, "a default is for the release that omits the column: expand"
+    assert "server_default='anon'" in files["expand"].read_text()
+    assert lint(files["expand"], "expand") == []
+    workspace.upgrade("heads")
+    engine = sa.create_engine(workspace.url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("INSERT INTO pagers (id, pager, size) VALUES (2, 'p', 1)"))
+        assert conn.execute(sa.text("SELECT name FROM pagers WHERE id = 2")).scalar() == "anon"
+    _assert_schema_is_the_models(workspace, engine)
+
+
+def test_printed_stub_module_is_importable_without_a_data_migrations_setting(sqlite_workspace):
+    workspace = sqlite_workspace
+    text = workspace.ini.read_text()
+    workspace.ini.write_text(text.replace("data_migrations = dm", "# data_migrations ="))
+    _start(workspace, "column")
+    workspace.models(COLUMN_V1.replace('sa.Column("name", sa.String(20))', 'sa.Column("name", sa.Text)'))
+    done = workspace.alembic_cli("revision", "--autogenerate", "-m", "name to text")  # what a user sees
+    printed = done.stdout + done.stderr
+    match = re.search(r"and add (\S+) to the data_migrations setting", printed)
+    assert match, printed
+    module = match.group(1)
+    assert module.startswith("migrations.data_migrations.")
+    code = f"import sys; sys.path.insert(0, {str(workspace.root)!r}); import {module} as m; print(m.__name__)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/")
+    assert done.returncode == 0 and done.stdout.strip() == module, done.stderr
+
+
+def test_check_constraints_are_named_as_not_compared(sqlite_workspace):
+    workspace = sqlite_workspace
+    _start(workspace, "column")
+    workspace.models(COLUMN_V1.replace('sa.Column("size", sa.Integer, nullable=False))',
+                                       'sa.Column("size", sa.Integer, nullable=False), '
+                                       'sa.CheckConstraint("size > 0", name="ck_size"), sa.Column("note", sa.Text))'))
+    done = workspace.alembic_cli("revision", "--autogenerate", "-m", "check")
+    assert done.returncode == 0, done.stderr
+    assert "CHECK constraints are NOT compared by autogenerate: pagers.ck_size;" in done.stdout
+
+
+@pytest.mark.parametrize("style", sorted(STYLES))
+def test_narrowing_is_flagged_and_over_long_values_are_stuck_not_lost(workspace, backend, style):
+    v1 = _start(workspace, style)  # row 1: name 'a'
+    with sa.create_engine(workspace.url).begin() as conn:
+        conn.execute(sa.text("INSERT INTO pagers (id, name, pager, size) VALUES (2, 'abcdefgh', 'p', 1)"))
+    if style == "column":
+        v2 = v1.replace('sa.Column("name", sa.String(20))', 'sa.Column("name", sa.String(5))')
+    else:
+        v2 = v1.replace("name: Mapped[str | None] = mapped_column(sa.String(20))",
+                        "name: Mapped[str | None] = mapped_column(sa.String(5))")
+    workspace.models(v2)
+    files = workspace.revision("narrow name")
+    expand = files["expand"].read_text()
+    assert "NARROWING pagers.name to 5 characters" in expand and "NARROWING to 5" in files["data"].read_text()
+    for path, phase in ((files["expand"], "expand"), (files["contract"], "contract")):
+        assert lint(path, phase) == [], path.name
+    workspace.upgrade("expand@head")
+    engine = sa.create_engine(workspace.url)
+    with engine.begin() as conn:  # release N writes name only: a short value reaches name_new, a long one
+        conn.execute(sa.text("INSERT INTO pagers (id, name, pager, size) VALUES (3, 'xy', 'p', 1)"))  # does not
+        conn.execute(sa.text("INSERT INTO pagers (id, name, pager, size) VALUES (4, 'much too long', 'p', 1)"))
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT id, name_new FROM pagers WHERE id > 2 ORDER BY id")).all() == [
+            (3, "xy"), (4, None)]
+    workspace.use_data_migrations(files["data"])
+    assert workspace.run_data_migrations() != 0  # rows 2 and 4 are stuck, reported
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT id, name_new FROM pagers ORDER BY id")).all() == [
+            (1, "a"), (2, None), (3, "xy"), (4, None)]
+    with engine.begin() as conn:  # the operator shortens them; the rerun completes
+        conn.execute(sa.text("UPDATE pagers SET name = 'short' WHERE id IN (2, 4)"))
+    assert workspace.run_data_migrations() == 0
+    engine.dispose()
+
+
+def test_two_type_changes_and_a_relaxed_column_on_one_table_keep_both_sync_triggers(workspace, backend):
+    """On SQLite, relaxing NOT NULL rebuilds the table, which drops its triggers: expand must
+    create the sync triggers after it."""
+    v1 = _start(workspace, "column")
+    workspace.models(v1.replace('sa.Column("name", sa.String(20))', 'sa.Column("name", sa.String(30))')
+                       .replace('sa.Column("pager", sa.String(20), nullable=False)',
+                                'sa.Column("pager", sa.String(30), nullable=False)'))
+    files = workspace.revision("widen two")
+    for path, phase in ((files["expand"], "expand"), (files["contract"], "contract")):
+        assert lint(path, phase) == [], path.name
+    workspace.upgrade("expand@head")
+    engine = sa.create_engine(workspace.url)
+    with engine.begin() as conn:  # release N writes the old columns; release N+1 only the new ones
+        conn.execute(sa.text("INSERT INTO pagers (id, name, pager, size) VALUES (5, 'n5', 'p5', 1)"))
+        conn.execute(sa.text("INSERT INTO pagers (id, name_new, pager_new, size) VALUES (6, 'n6', 'p6', 1)"))
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT id, name, name_new, pager, pager_new FROM pagers WHERE id > 4 "
+                                    "ORDER BY id")).all() == [(5, "n5", "n5", "p5", "p5"), (6, "n6", "n6", "p6", "p6")]
+    engine.dispose()
+
+
+def test_orphans_of_a_not_null_foreign_key_column_are_deleted(workspace, backend):
+    v1 = COLUMN_V1 + '''
+owners = sa.Table("owners", metadata, sa.Column("id", sa.Integer, primary_key=True),
+                  sa.Column("pager_id", sa.Integer, nullable=False))
+'''
+    workspace.upgrade()
+    workspace.models(v1)
+    workspace.revision("initial")
+    workspace.upgrade()
+    with sa.create_engine(workspace.url).begin() as conn:
+        conn.execute(sa.text("INSERT INTO pagers (id, name, pager, size) VALUES (1, 'a', 'p', 3)"))
+        conn.execute(sa.text("INSERT INTO owners (id, pager_id) VALUES (1, 1), (2, 99), (3, 98)"))
+    workspace.models(v1.replace('sa.Column("pager_id", sa.Integer, nullable=False)',
+                                'sa.Column("pager_id", sa.Integer, sa.ForeignKey("pagers.id", name="fk_owner_pager"), '
+                                'nullable=False)'))
+    files = workspace.revision("owner fk")
+    data = files["data"].read_text()
+    assert "this DELETES it" in data and "sa.delete(owners)" in data
+    workspace.upgrade("expand@head")
+    workspace.use_data_migrations(files["data"])
+    assert workspace.run_data_migrations() == 0
+    workspace.upgrade("heads")
+    with sa.create_engine(workspace.url).connect() as conn:
+        assert conn.execute(sa.text("SELECT id, pager_id FROM owners ORDER BY id")).all() == [(1, 1)]
+
+
+def test_unique_constraint_on_an_existing_table_uses_the_safe_form(workspace, backend):
+    """Contract adds it the safe way; before that, a data migration counts the duplicates and
+    the gate refuses contract while any is left."""
+    v1 = _start(workspace, "column")  # row 1: name 'a'
+    with sa.create_engine(workspace.url).begin() as conn:
+        conn.execute(sa.text("INSERT INTO pagers (id, name, pager, size) VALUES (2, 'b', 'p', 1), (3, 'a', 'p', 1), "
+                             "(4, NULL, 'p', 1), (5, NULL, 'p', 1)"))
+    workspace.models(v1.replace('sa.Column("size", sa.Integer, nullable=False))',
+                                'sa.Column("size", sa.Integer, nullable=False), sa.UniqueConstraint("name", '
+                                'name="uq_pagers_name"))'))
+    files = workspace.revision("unique name")
+    contract = files["contract"].read_text()
+    assert "postgresql_concurrently=True" in contract and "UNIQUE USING INDEX" in contract
+    assert "pagers_uq_pagers_name_duplicates" in contract  # required by contract
+    for path, phase in ((files.get("expand"), "expand"), (files["contract"], "contract")):
+        if path is not None:
+            assert lint(path, phase) == [], path.name
+    workspace.upgrade("expand@head")
+    workspace.use_data_migrations(files["data"])
+    assert workspace.run_data_migrations() != 0  # row 3 duplicates row 1: counted, stuck
+    with pytest.raises(Exception, match="data migration"):  # the gate refuses contract
+        workspace.upgrade("heads")
+    engine = sa.create_engine(workspace.url)
+    with engine.begin() as conn:  # the operator resolves it
+        conn.execute(sa.text("UPDATE pagers SET name = 'c' WHERE id = 3"))
+    assert workspace.run_data_migrations() == 0
+    workspace.upgrade("heads")
+    with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:
+        conn.execute(sa.text("INSERT INTO pagers (id, name, pager, size) VALUES (6, 'a', 'p', 3)"))
+    _assert_schema_is_the_models(workspace, engine)
+    engine.dispose()
