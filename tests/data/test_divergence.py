@@ -53,7 +53,7 @@ def _diverged(engine: sa.Engine) -> dict[str, int]:
 
 def _remaining(engine: sa.Engine) -> dict[str, int]:
     with engine.connect() as conn:
-        return {p.name: p.remaining for p in pending_migrations(conn, migrations())}
+        return {p.name: p.remaining for p in pending_migrations(conn, migrations(), exact=True)}
 
 
 @pytest.mark.parametrize("seed", [1, 2])
@@ -81,8 +81,8 @@ def test_old_release_updates_after_the_copy_are_pending_again(db_engine, seed):
     assert _remaining(db_engine) == expected
     with db_engine.connect() as conn:  # the contract gate refuses while any is pending
         refused = {p.name: p.remaining for p in unfinished(conn, migrations(), {
-            "copies_old_to_new": ["r3"], "copies_num_to_num_new": ["r3"]})}
-    assert refused == expected
+            "copies_old_to_new": ["r3"], "copies_num_to_num_new": ["r3"]}, exact=True)}
+    assert refused == expected  # (without exact=True the gate's counts are the planner's estimates)
 
     report = run(db_engine, migrations(), RunOptions(batch_size=37))
     assert report.exit_code == 0
