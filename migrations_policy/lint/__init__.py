@@ -139,17 +139,25 @@ def run(
         key = cache.key(digest, file_phase, options_key) if digest is not None else None
         planned.append((path, file_phase, key, cache.get(key) if key else None))
     missing = [(path, file_phase) for path, file_phase, _, hits in planned if hits is None]
+    report = LintReport(files=len(files))
     if missing:
         from .parallel import analyse_all
 
-        analysed = iter(analyse_all(missing, options))
-    report = LintReport(files=len(files))
+        analysis = analyse_all(missing, options)
+        analysed = iter(analysis.hits)
+        for index, (message, trace) in sorted(analysis.internal.items()):
+            report.internal.append((str(missing[index][0]), message, trace))
     overrides = settings.severity
     append = report.findings.append
+    internal = {path for path, _, _ in report.internal}
     for path, file_phase, key, hits in planned:
         if hits is None:
             hits = next(analysed)
-            if key and not any(hit[1] == "MP000" for hit in hits):
+            if str(path) in internal:
+                message = next(m for p, m, _ in report.internal if p == str(path))
+                hits = [[1, "MP000", f"internal error of the linter while analysing this script: {message} "
+                         "(please report it; --debug prints the traceback)", "", "error"]]
+            elif key and not any(hit[1] == "MP000" for hit in hits):
                 cache.put(key, hits)
         name = str(path)
         for line, code, message, dialect, default in hits:

@@ -6,8 +6,8 @@ object (no AST: only the source fallback needs one); ``load_module(code, path)``
 executes it as a fresh module that is *not*
 left in ``sys.modules``, with ``sys.path`` restored afterwards (the current directory
 is prepended while the script runs, like alembic's ``prepend_sys_path = .``) and the
-script's prints swallowed.  ``time_limit(seconds)`` bounds a script that never
-returns.  Every failure is a ``LoadError`` with one line of text and a line number.
+script's prints swallowed.  (The time limit is the worker's: ``lint.worker`` kills a
+script that runs too long.)  Every failure is a ``LoadError`` with one line of text and a line number.
 """
 
 from __future__ import annotations
@@ -15,9 +15,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import signal
 import sys
-import threading
 import types
 import warnings
 from pathlib import Path
@@ -35,12 +33,17 @@ class LoadError(Exception):
         self.line = line or 1
 
 
-class ScriptTimeout(BaseException):
-    """Raised into a script that runs past its time limit (a BaseException: scripts' ``except Exception`` can't hide it)."""
+def _text(exc: BaseException) -> str:
+    try:
+        text = str(exc)
+        return text if isinstance(text, str) else ""
+    except BaseException:  # noqa: BLE001 - a script's exception whose __str__ raises
+        return "(its message cannot be printed)"
 
 
 def one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
+    """``Type: message`` on one line, at most ~300 characters, whatever the exception does in ``__str__``."""
+    text = " ".join(_text(exc).split())
     if len(text) > 300:
         text = text[:297] + "..."
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
@@ -84,7 +87,7 @@ def line_in(exc: BaseException, filename: str) -> int:
 
 def needs_database(exc: BaseException) -> bool:
     """Whether *exc* comes from offline mode's limits rather than from the script's own bug."""
-    if type(exc).__module__.split(".")[0] in _LIBRARIES or type(exc).__name__ == "OfflineResultError":
+    if str(getattr(type(exc), "__module__", "")).split(".")[0] in _LIBRARIES or type(exc).__name__ == "OfflineResultError":
         return True
     tb = exc.__traceback__
     while tb is not None and tb.tb_next is not None:
@@ -114,29 +117,8 @@ def load_module(code: types.CodeType, path: Path) -> types.ModuleType:
     sys.modules[name] = module  # dataclasses and pickling look their module up while it runs
     try:
         exec(code, module.__dict__)  # noqa: S102 - linting a migration means running its module
-    except ScriptTimeout:
-        raise
-    except (Exception, SystemExit) as exc:  # noqa: BLE001 - any import-time failure is one line
+    except BaseException as exc:  # noqa: BLE001 - any import-time failure is one line (KeyboardInterrupt too)
         raise LoadError(f"cannot import: {one_line(exc)}", line_in(exc, str(path))) from None
     finally:
         sys.modules.pop(name, None)
     return module
-
-
-@contextlib.contextmanager
-def time_limit(seconds: float) -> Iterator[None]:
-    """Raise ScriptTimeout in the running code after *seconds* (main thread only; elsewhere: no limit)."""
-    if seconds <= 0 or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def expire(signum, frame):
-        raise ScriptTimeout()
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 ERROR, WARNING = "error", "warning"
+#: The exit code of a run in which the linter itself failed (a bug; never the findings' 1).
+INTERNAL_ERROR = 3
 
 
 @dataclass(frozen=True, init=False)
@@ -30,6 +32,8 @@ class Finding:
 class LintReport:
     findings: list[Finding] = field(default_factory=list)
     files: int = 0
+    #: (path, one-line message, traceback) of the linter's own errors (each file also has its MP000).
+    internal: list[tuple[str, str, str]] = field(default_factory=list)
 
     @property
     def errors(self) -> int:
@@ -45,7 +49,10 @@ class LintReport:
 
     @property
     def exit_code(self) -> int:
-        """0: no error findings; 1: error findings; 2: an input could not be read or loaded."""
+        """0: no error findings; 1: error findings; 2: an input could not be read or loaded;
+        3: an internal error of the linter (``INTERNAL_ERROR``)."""
+        if self.internal:
+            return INTERNAL_ERROR
         if self.unreadable:
             return 2
         return 1 if self.errors else 0

@@ -37,17 +37,17 @@ def path(tmp_path):
 
 
 def _analysed(monkeypatch) -> list:
-    """Records the files the engine analyses (a cache miss) in this process."""
+    """Records the files sent to analysis (a cache miss; analysed in worker processes)."""
     from migrations_policy.lint import parallel
 
     seen: list = []
-    real = parallel.analyse
+    real = parallel.analyse_all
 
-    def spy(path, phase, options):
-        seen.append((path.name, phase, options.dialects))
-        return real(path, phase, options)
+    def spy(tasks, options):
+        seen.extend((path.name, phase, options.dialects) for path, phase in tasks)
+        return real(tasks, options)
 
-    monkeypatch.setattr(parallel, "analyse", spy)
+    monkeypatch.setattr(parallel, "analyse_all", spy)
     return seen
 
 
