@@ -29,7 +29,7 @@ from typing import Callable, Iterable
 from ..config import DIALECTS, Settings
 from ..errors import UsageError
 from .cache import Cache, cache_dir
-from .headers import PHASES, Header, PhaseResolver, read_header
+from .headers import PHASES, UNKNOWN, Header, PhaseResolver, read_header
 from .options import Options
 from .report import Finding, LintReport
 
@@ -100,6 +100,28 @@ def collect(paths: Iterable[str | Path], headers: dict | None = None,
     return list(dict.fromkeys(files))
 
 
+def _phase_disagreements(files: list[Path], resolver: PhaseResolver) -> dict[Path, list]:
+    """MP121 (as a cached hit list) for each file whose label, directory and declared data migrations disagree.
+
+    Depends on the other files' headers (the branch is inherited), so it is decided each run, not cached.
+    Only files in an ``expand``/``contract`` directory or declaring data migrations can disagree: the policy
+    (``policy.phases``) is imported only for them, so a warm run of a project without that layout imports none."""
+    found = {}
+    for path in files:
+        header = resolver.header(path)
+        if header is None or header.revision is None or not (header.requires_data or path.parent.name in PHASES):
+            continue
+        branch = resolver.branch(path)
+        if branch == UNKNOWN:
+            continue  # its parentage is outside the linted files: alembic's branch is not known here
+        from ..policy.phases import revision_phase_disagreement
+
+        why = revision_phase_disagreement(branch, str(path), header.requires_data)
+        if why:
+            found[path] = [1, "MP121", f"revision {header.revision}: {why}", "", "error"]
+    return found
+
+
 def run(
     paths: Iterable[str | Path],
     *,
@@ -131,7 +153,7 @@ def run(
     options = Options(dialects=dialects, postgresql_version=settings.postgresql_version,
                       timeout=getattr(settings, "lint_timeout", 10.0), url=url)
     options_key = options.key()
-    resolver = PhaseResolver(files, headers, cache.header, listings) if phase is None else None
+    resolver = PhaseResolver(files, headers, cache.header, listings)
     planned = []  # (path, phase, cache key, cached [line, code, message, dialect, default severity] lists or None)
     for path in files:
         file_phase = phase or (phases or {}).get(path) or resolver.phase(path)
@@ -149,6 +171,7 @@ def run(
             report.internal.append((str(missing[index][0]), message, trace))
     overrides = settings.severity
     append = report.findings.append
+    disagreements = _phase_disagreements(files, resolver)
     internal = {path for path, _, _ in report.internal}
     for path, file_phase, key, hits in planned:
         if hits is None:
@@ -160,6 +183,8 @@ def run(
             elif key and not any(hit[1] == "MP000" for hit in hits):
                 cache.put(key, hits)
         name = str(path)
+        if path in disagreements:
+            hits = [disagreements[path], *hits]
         for line, code, message, dialect, default in hits:
             severity = default if code == "MP000" else overrides.get(code, default)
             if severity != "off":

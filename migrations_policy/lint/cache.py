@@ -1,6 +1,6 @@
 """The content cache: findings per (file content, phase, options, rule set), behind a stat index.
 
-One file, ``lint-v3.marshal`` (Python's ``marshal`` format: read and written ~5x
+One file, ``lint-v4.marshal`` (Python's ``marshal`` format: read and written ~5x
 faster than JSON), in ``$MIGRATIONS_POLICY_CACHE_DIR`` or else
 ``.migrations_policy_cache/`` in the current directory (set the variable to ``off``
 to disable).  It holds two maps:
@@ -36,7 +36,7 @@ from .headers import Header, header_of_bytes
 
 ENV = "MIGRATIONS_POLICY_CACHE_DIR"
 DEFAULT_DIR = ".migrations_policy_cache"
-FILENAME = "lint-v3.marshal"
+FILENAME = "lint-v4.marshal"
 MAX_ENTRIES = 20000
 
 
@@ -96,9 +96,10 @@ class Cache:
             if not (isinstance(entry, list) and entry[:4] == stamp and max(stamp[:2]) < self._index_mtime):
                 with open(name, "rb") as fh:
                     data = fh.read()
-                header = header_of_bytes(data)
+                header = header_of_bytes(data, Path(name))
                 entry = stamp + [hashlib.sha256(data).hexdigest(),
-                                 [header.revision, list(header.down_revisions), list(header.branch_labels)]]
+                                 [header.revision, list(header.down_revisions), list(header.branch_labels),
+                                  header.requires_data]]
                 self.files.pop(name, None)
                 self.files[name] = entry
                 self.dirty = True
@@ -112,8 +113,8 @@ class Cache:
         entry = self._entry(path)
         if entry is None:
             return None
-        revision, downs, labels = entry[5]
-        return Header(revision, tuple(downs), tuple(labels))
+        revision, downs, labels, requires_data = entry[5]
+        return Header(revision, tuple(downs), tuple(labels), requires_data)
 
     def digest(self, path: Path) -> str | None:
         """The sha256 of *path*'s bytes; None when it cannot be read."""

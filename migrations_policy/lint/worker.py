@@ -80,6 +80,8 @@ def _prepare(options) -> None:
         import alembic.op  # noqa: F401
         import sqlalchemy.orm  # noqa: F401 - see the docstring
 
+        from .. import operations  # noqa: F401 - op.require_data_migrations(), as our env.py registers it
+
         from ..policy.sql_lexer import _plain_word
         from . import astscan, engine, fakes, recorder, rules  # noqa: F401
 
