@@ -166,7 +166,7 @@ def run(
         from .parallel import analyse_all
 
         analysis = analyse_all(missing, options)
-        analysed = iter(analysis.hits)
+        analysed = iter(enumerate(analysis.hits))
         for index, (message, trace) in sorted(analysis.internal.items()):
             report.internal.append((str(missing[index][0]), message, trace))
     overrides = settings.severity
@@ -175,13 +175,13 @@ def run(
     internal = {path for path, _, _ in report.internal}
     for path, file_phase, key, hits in planned:
         if hits is None:
-            hits = next(analysed)
+            index, hits = next(analysed)
             if str(path) in internal:
                 message = next(m for p, m, _ in report.internal if p == str(path))
                 hits = [[1, "MP000", f"internal error of the linter while analysing this script: {message} "
                          "(please report it; --debug prints the traceback)", "", "error"]]
             elif key and not any(hit[1] == "MP000" for hit in hits):
-                cache.put(key, hits)
+                cache.put(key, hits, analysis.modules.get(index, ()))
         name = str(path)
         if path in disagreements:
             hits = [disagreements[path], *hits]

@@ -11,7 +11,9 @@ to disable).  It holds two maps:
   older than the index file itself is "racy" (the file may have changed again within
   the same clock tick) and is re-read.
 * ``results``: findings (with each rule's default severity) keyed by the content
-  hash, the phase and the options.
+  hash, the phase and the options, with the local modules the script imported
+  (path and sha256, as reported by the worker that ran it): a result whose helper
+  module changed (or is gone) is not used.
 
 Both belong to a fingerprint of the installed linter (version, Python's bytecode tag,
 and the size and mtime of every ``policy`` / ``lint`` module): a file written by
@@ -128,12 +130,23 @@ class Cache:
         return "\0".join((digest, *parts))
 
     def get(self, key: str) -> list | None:
-        return self.results.get(key) if self.directory is not None else None
+        """The cached hits of *key*, unless a local module the script imported has changed since."""
+        if self.directory is None:
+            return None
+        found = self.results.get(key)
+        if not (isinstance(found, list) and len(found) == 2):
+            return None
+        hits, modules = found
+        for path, digest in modules:
+            if self.digest(Path(path)) != digest:
+                return None
+        return hits
 
-    def put(self, key: str, value: list) -> None:
+    def put(self, key: str, hits: list, modules: list[tuple[str, str]] = ()) -> None:
+        """Store *hits* for *key*, valid while each of *modules* (path, sha256) is unchanged."""
         if self.directory is not None:
             self.results.pop(key, None)
-            self.results[key] = value
+            self.results[key] = [hits, [list(module) for module in modules]]
             self.dirty = True
 
     def save(self) -> None:

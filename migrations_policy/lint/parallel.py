@@ -47,6 +47,8 @@ class Analysis:
     hits: list[list[list]]
     #: index -> (message, traceback) of the linter's own errors.
     internal: dict[int, tuple[str, str]] = field(default_factory=dict)
+    #: index -> [(path, sha256)] of the local modules the script imported (part of its cache entry).
+    modules: dict[int, list] = field(default_factory=dict)
 
 
 def jobs() -> int:
@@ -108,7 +110,7 @@ def _run_worker(tasks: list[tuple[int, Path, str]], options: Options, workers: i
                     started.add(frame[1])
                 else:
                     started.discard(frame[1])
-                    on_done(frame[1], frame[2], frame[3])
+                    on_done(*frame[1:])
         except TimeoutError:
             ended = f"stopped answering for {silence:g} s"
         except (OSError, EOFError, ValueError, TypeError) as exc:  # a broken pipe or frame: the worker died
@@ -148,10 +150,12 @@ def analyse_all(tasks: list[tuple[Path, str]], options: Options) -> Analysis:
     hits: list[list[list] | None] = [None] * len(tasks)
     analysis = Analysis(hits)  # type: ignore[arg-type]
 
-    def done(index: int, found: list, internal) -> None:
+    def done(index: int, found: list, internal, modules=()) -> None:
         hits[index] = found
         if internal:
             analysis.internal[index] = tuple(internal)
+        if modules:
+            analysis.modules[index] = list(modules)
 
     workers = 1 if options.url else max(1, min(jobs(), len(tasks)))
     todo = [(i, path, phase) for i, (path, phase) in enumerate(tasks)]

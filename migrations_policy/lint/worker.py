@@ -19,8 +19,9 @@ nor write into the report, nor stop the run:
   ``("internal", message, traceback)``.
 
 To the parent it writes length-prefixed marshal frames on stdout:
-``("start", index)`` when a child is forked and ``("done", index, hits, internal)``
-when it is judged; *internal* is None or ``(message, traceback)``.
+``("start", index)`` when a child is forked and ``("done", index, hits, internal, modules)``
+when it is judged; *internal* is None or ``(message, traceback)``, *modules* the
+``(path, sha256)`` of the local modules the script imported (the cache depends on them).
 """
 
 from __future__ import annotations
@@ -131,14 +132,16 @@ def _child(write_fd: int, path: str, phase: str, options, worker: int) -> None:
 
         from .engine import analyse
 
+        before = set(sys.modules)
         try:
-            payload = _dumps(([hit.to_list() for hit in analyse(Path(path), phase, options)], None))
+            hits = [hit.to_list() for hit in analyse(Path(path), phase, options)]
+            payload = _dumps((hits, None, _local_modules(before, path)))
         except BaseException as exc:  # noqa: BLE001 - escaped the engine: a bug of the linter
             import traceback
 
             from .loader import one_line
 
-            payload = _dumps(([], (one_line(exc), traceback.format_exc())))
+            payload = _dumps(([], (one_line(exc), traceback.format_exc()), []))
     except BaseException:  # noqa: BLE001 - nothing to say: the parent reports the silent exit
         pass
     finally:
@@ -160,6 +163,30 @@ def _die_with_worker(worker: int) -> None:
         pass
     if os.getppid() != worker:
         _exit(1)
+
+
+def _local_modules(before: set[str], script: str) -> list[tuple[str, str]]:
+    """(path, sha256) of the modules the script imported that are not installed ones: the project's own helpers."""
+    import hashlib
+    import sysconfig
+
+    installed = tuple({os.path.realpath(sysconfig.get_paths()[name]) + os.sep for name in ("stdlib", "platstdlib",
+                                                                                         "purelib", "platlib")})
+    own = os.path.realpath(os.path.dirname(os.path.dirname(__file__))) + os.sep
+    found = []
+    for name in sorted(set(sys.modules) - before):
+        file = getattr(sys.modules.get(name), "__file__", None)
+        if not isinstance(file, str) or not file.endswith(".py"):
+            continue
+        real = os.path.realpath(file)
+        if real.startswith(installed) or real.startswith(own) or real == os.path.realpath(script):
+            continue
+        try:
+            with open(real, "rb") as fh:
+                found.append((os.path.abspath(file), hashlib.sha256(fh.read()).hexdigest()))
+        except OSError:
+            continue
+    return found
 
 
 class _Running:
@@ -213,13 +240,12 @@ def _kill(pid: int, reaped: bool = False) -> None:
 def _verdict(child: _Running, status: int | None, timeout: float) -> tuple:
     if status is None:
         return [[1, UNLOADABLE, f"did not finish within {timeout:g} s (an endless loop or a blocking call?)",
-                 "", "error"]], None
+                 "", "error"]], None, []
     try:
-        hits, internal = marshal.loads(bytes(child.data))
-        return hits, internal
+        return marshal.loads(bytes(child.data))
     except (EOFError, ValueError, TypeError):
         return [[1, UNLOADABLE, f"the script ended the linting process before its verdict (it {_describe_exit(status)}; "
-                 "os._exit, a signal or closed file descriptors?)", "", "error"]], None
+                 "os._exit, a signal or closed file descriptors?)", "", "error"]], None, []
 
 
 def _start(index: int, path: str, phase: str, options) -> _Running:
@@ -286,8 +312,7 @@ def serve(job: dict) -> None:
             child = _start(index, path, phase, options)
             running[child.pid] = child
         for child, status in _collect(running):
-            hits, internal = _verdict(child, status, options.timeout)
-            _send(("done", child.index, hits, internal))
+            _send(("done", child.index, *_verdict(child, status, options.timeout)))
 
 
 def main() -> None:

@@ -123,3 +123,27 @@ def test_a_broken_cache_file_is_ignored_and_replaced(path, tmp_path, junk):
     assert _codes(path, phase="expand", dialects=["postgresql"]) == {("MP101", "error", "postgresql"),
                                                                     ("MP110", "error", "postgresql")}
     assert cache_module.Cache(tmp_path / "cache").results
+
+
+@pytest.mark.parametrize("change", ["edit", "delete"])
+def test_a_changed_helper_module_invalidates_the_scripts_result(tmp_path, monkeypatch, change):
+    """The result of a script is cached with the local modules it imports (issue 13: warm gave no findings)."""
+    package = tmp_path / "helpers"
+    package.mkdir()
+    (package / "__init__.py").write_text("from .ops import apply\n")
+    (package / "ops.py").write_text("from alembic import op\n\ndef apply():\n    pass\n")
+    path = tmp_path / "r.py"
+    path.write_text(script("apply()", extra="from helpers import apply\n"))
+    assert _codes(path, phase="expand", dialects=["postgresql"]) == set()
+    seen = _analysed(monkeypatch)
+    assert _codes(path, phase="expand", dialects=["postgresql"]) == set() and seen == []  # warm: from the cache
+    if change == "delete":
+        (package / "ops.py").unlink()
+        (package / "__init__.py").write_text("def apply():\n    from alembic import op\n    op.drop_column('u', 'a')\n")
+    else:
+        target = package / "ops.py"
+        target.write_text("from alembic import op\n\ndef apply():\n    op.drop_column('u', 'a')\n")
+    expected = {("MP101", "error", "postgresql")}
+    assert _codes(path, phase="expand", dialects=["postgresql"]) == expected == _fresh(
+        path, monkeypatch, phase="expand", dialects=["postgresql"])
+    assert seen  # analysed again
