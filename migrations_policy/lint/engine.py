@@ -180,5 +180,15 @@ def analyse(path: Path, phase: str, options: Options, source: str | None = None)
         return [Hit(exc.line, UNLOADABLE, str(exc))]
     except RecursionError:
         return [Hit(1, UNLOADABLE, "maximum recursion depth exceeded while running the script")]
+    hits = _same_on_every_dialect(hits)
     hits.extend(_merge_dialects(_apply_rules(results, phase, options), options.dialects))
     return _apply_ignores(source, sorted(hits, key=lambda h: (h.line, h.code)))
+
+
+def _same_on_every_dialect(hits: list[Hit]) -> list[Hit]:
+    """One hit for the same (line, code, message) on several dialects, naming them all (``MP001``)."""
+    merged: dict[tuple, list[str]] = {}
+    for hit in hits:
+        merged.setdefault((hit.line, hit.code, hit.message), []).append(hit.dialect)
+    return [Hit(line, code, message, ",".join(d for d in dialects if d)) for (line, code, message), dialects
+            in merged.items()]
