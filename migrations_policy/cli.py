@@ -98,17 +98,24 @@ def _configure_upgrade(parser: argparse.ArgumentParser) -> None:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--expand", action="store_true", help="apply only the expand heads")
     group.add_argument("--contract", action="store_true", help="apply only the contract heads (through the gate)")
+    _add_force_options(parser, "apply contract even though the gate refuses")
+
+
+def _add_force_options(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument("--force", action="store_true",
-                        help="apply contract even though the gate refuses; recorded in the ledger (who, when, what)")
+                        help=f"{what}; recorded in migrations_policy_gate_overrides (who, when, why, what remained)")
     parser.add_argument("--reason", default="", help="why --force was needed (recorded with it)")
+
+
+def _force_reason(args: argparse.Namespace, command: str) -> str | None:
+    if args.reason and not args.force:
+        raise UsageError("--reason goes with --force")
+    return (args.reason or f"dbsync {command} --force") if args.force else None
 
 
 def _run_upgrade(args: argparse.Namespace) -> commands.Result:
     phases = (EXPAND,) if args.expand else (CONTRACT,) if args.contract else (EXPAND, CONTRACT)
-    if args.reason and not args.force:
-        raise UsageError("--reason goes with --force")
-    force = (args.reason or "dbsync upgrade --force") if args.force else None
-    return commands.upgrade(_project(args), phases=phases, force=force)
+    return commands.upgrade(_project(args), phases=phases, force=_force_reason(args, "upgrade"))
 
 
 def _revision_id(text: str) -> str:
@@ -121,6 +128,13 @@ def _configure_stamp(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("revisions", nargs="+", type=_revision_id, metavar="REVISION",
                         help="revision(s) to record as applied")
     parser.add_argument("--purge", action="store_true", help="empty the version table first")
+    _add_force_options(parser, "stamp a revision whose data migrations are not complete")
+
+
+def _configure_rollback(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dry-run", action="store_true", help="print the plan (revisions, drops, rows at risk) "
+                                                               "and change nothing")
+    _add_force_options(parser, "drop even the rows whose only copy is in a dropped column or table")
 
 
 DBSYNC_COMMANDS: list[CommandSpec] = [
@@ -169,9 +183,27 @@ DBSYNC_COMMANDS: list[CommandSpec] = [
         "stamp",
         "record revisions as applied without running them",
         _configure_stamp,
-        lambda args: commands.stamp(_project(args), args.revisions, purge=args.purge),
+        lambda args: commands.stamp(_project(args), args.revisions, purge=args.purge,
+                                    force=_force_reason(args, "stamp")),
+        exit_codes={**COMMON_EXIT_CODES, 4: "refused by the gate: a stamped revision's data migrations are not "
+                                            "complete (--force records it), or env.py is not wired to the gate"},
+    ),
+    CommandSpec(
+        "rollback",
+        "revert the expand revisions applied since the last contract (before the release's contract runs)",
+        _configure_rollback,
+        lambda args: commands.rollback(_project(args), dry_run=args.dry_run, force=_force_reason(args, "rollback")),
+        description="Returns the database to the last completed release: reverts, newest first, the expand "
+                    "revisions applied since the last contract (their downgrade() through env.py, with the "
+                    "same lock timeouts and retries as upgrade), then forgets the ledger entries of the data "
+                    "migrations whose table or columns went with them. Before dropping anything it counts the "
+                    "rows whose only copy is in a dropped column or table and refuses unless --force.",
+        exit_codes={**COMMON_EXIT_CODES,
+                    4: "refused: the release's contract has run, or rows would be lost (use --force), "
+                       "or env.py is not wired to the gate"},
     ),
 ]
+
 
 # -- online data migrations (migrations_policy.data) ----------------------------
 def _number(kind, allow_zero: bool = False):
@@ -229,6 +261,35 @@ DBSYNC_COMMANDS.append(CommandSpec(
         1: "--max-count reached (or rows were added meanwhile) and work remains: run again",
         2: "a migration failed or left stuck rows (the others still ran), or a configuration "
            "or database error (one line on stderr)",
+        127: "invalid arguments",
+    },
+))
+
+
+def _run_prune(args: argparse.Namespace) -> commands.Result:
+    from .data.report import TerminalProgress
+
+    progress = TerminalProgress(sys.stderr) if sys.stderr.isatty() else None
+    return commands.prune(
+        _project(args), batch_size=args.batch_size, batch_seconds=args.batch_seconds, max_count=args.max_count,
+        sleep=args.sleep, workers=args.workers, migrations=args.migration, options=args.option, progress=progress,
+    )
+
+
+DBSYNC_COMMANDS.append(CommandSpec(
+    "prune",
+    "delete the rows the project declares prunable, in batches, children first",
+    _configure_online_data_migrations,
+    _run_prune,
+    usage_exit_code=127,
+    description="Delete the rows of each Prune declared in the data_migrations modules (soft-deleted before a "
+                "date, say), optionally copying them to a shadow table first, on the data-migration runner: "
+                "the same batches, throttling, ledger, report and exit codes; --migration selects prunes by "
+                "name. Rows another table still references are kept and reported.",
+    exit_codes={
+        0: "every prune is complete",
+        1: "--max-count reached and rows remain: run again",
+        2: "a prune failed (the others still ran), or a configuration or database error (one line on stderr)",
         127: "invalid arguments",
     },
 ))

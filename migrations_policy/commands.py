@@ -9,6 +9,7 @@ them without subprocesses.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from alembic import command as alembic_command
@@ -17,22 +18,22 @@ from alembic.util import CommandError
 from sqlalchemy import exc as sa_exc
 
 from .errors import PolicyError, UsageError
-from .gate import GateRefused
+from .gate import GateRefused, NotWired
 from .lock_timeout import is_lock_timeout
 from .project import Project, _one_line
 from .result import Result
 from .revisions import CONTRACT, EXPAND, PHASES, branch_statuses, current_heads
-from .runtime import FORCE_ATTRIBUTE, STATS_ATTRIBUTE
-from .state import (CHECK_CONTRACT_ALLOWED, CHECK_DATA_PENDING, CHECK_EXPAND_PENDING, CHECK_NOTHING_TO_DO,
-                    UpgradeState, assess, object_versions_before_expand)
+from .runtime import FORCE_ATTRIBUTE, GUARD_RAN_ATTRIBUTE, REQUIRE_GUARD_ATTRIBUTE, STATS_ATTRIBUTE
+from .state import (CHECK_CANNOT_APPLY, CHECK_CONTRACT_ALLOWED, CHECK_DATA_PENDING, CHECK_EXPAND_PENDING,
+                    CHECK_NOTHING_TO_DO, UpgradeState, assess, object_versions_before_expand)
 
 
 def _alembic(fn, *args, **kwargs) -> None:
     """Run an alembic command; its errors become PolicyErrors (gate refusal: exit 4)."""
     try:
         fn(*args, **kwargs)
-    except GateRefused as exc:
-        raise PolicyError(str(exc), exit_code=GateRefused.exit_code) from None
+    except (GateRefused, NotWired) as exc:
+        raise PolicyError(str(exc), exit_code=exc.exit_code) from None
     except CommandError as exc:
         raise PolicyError(f"alembic: {_one_line(exc)}") from None
     except (ImportError, OSError) as exc:  # env.py missing, or the project's env.py cannot import its code
@@ -55,7 +56,8 @@ def _run_alembic_on(project: Project, conn, fn, *args, **kwargs) -> None:
     """
     if conn.in_transaction():
         conn.commit()
-    project.alembic_config.attributes["connection"] = conn
+    attributes = project.alembic_config.attributes
+    attributes.update({"connection": conn, REQUIRE_GUARD_ATTRIBUTE: True, GUARD_RAN_ATTRIBUTE: False})
     try:
         _alembic(fn, project.alembic_config, *args, **kwargs)
     except BaseException:
@@ -65,8 +67,14 @@ def _run_alembic_on(project: Project, conn, fn, *args, **kwargs) -> None:
     else:
         if conn.in_transaction():
             conn.commit()
+        if not attributes.get(GUARD_RAN_ATTRIBUTE):
+            env_py = Path(project.script.dir, "env.py")
+            raise PolicyError(f"{env_py}: env.py did not run the migrations through migrations_policy's gate "
+                              "(it must call context.configure(..., **policy.configure_options(context)) and "
+                              "context.run_migrations()); nothing was applied", exit_code=NotWired.exit_code)
     finally:
-        project.alembic_config.attributes.pop("connection", None)
+        for key in ("connection", REQUIRE_GUARD_ATTRIBUTE, GUARD_RAN_ATTRIBUTE):
+            attributes.pop(key, None)
 
 
 # -- version ----------------------------------------------------------------
@@ -114,6 +122,9 @@ class StatusResult(Result):
         for m in state.data_migrations:
             remaining = "n/a (table or columns absent)" if m.remaining is None else f"{m.remaining:,} remaining"
             lines.append(f"  {m.name}: {remaining}, {m.state}")
+        if state.verdict.defects:
+            lines.append("cannot be applied as they stand (fix the scripts):")
+            lines.extend(f"  {defect}" for defect in state.verdict.defects)
         if state.branches[CONTRACT].pending:
             lines.append("contract: " + ("allowed" if state.contract_allowed else "refused by the gate"))
             lines.extend(f"  {p.describe()}" for p in state.verdict.pending)
@@ -135,6 +146,8 @@ class CheckResult(StatusResult):
         return {"exit_code": self.exit_code, "meaning": CHECK_MEANINGS[self.exit_code], **super().to_dict()}
 
     def text(self) -> str:
+        if self.exit_code == CHECK_CANNOT_APPLY:
+            return "; ".join([CHECK_MEANINGS[self.exit_code], *self.state.verdict.defects])
         return CHECK_MEANINGS[self.exit_code]
 
 
@@ -143,6 +156,7 @@ CHECK_MEANINGS = {
     CHECK_EXPAND_PENDING: "expand pending: run dbsync upgrade --expand",
     CHECK_DATA_PENDING: "data migrations pending: run dbsync online_data_migrations",
     CHECK_CONTRACT_ALLOWED: "contract pending and allowed: run dbsync upgrade --contract",
+    CHECK_CANNOT_APPLY: "a pending revision cannot be applied as it stands",
 }
 
 
@@ -240,13 +254,71 @@ def upgrade(project: Project, phases: tuple[str, ...] = PHASES, force: str | Non
     return result
 
 
-def stamp(project: Project, revisions: list[str], purge: bool = False) -> UpgradeResult:
-    """Record *revisions* as applied without running them."""
+def stamp(project: Project, revisions: list[str], purge: bool = False, force: str | None = None) -> UpgradeResult:
+    """Record *revisions* as applied without running them.  Through the gate: stamping a
+    revision whose data migrations are pending needs *force* (a reason), recorded like a
+    forced upgrade."""
     with project.connect() as conn:
         before = sorted(current_heads(conn))
-        _run_alembic_on(project, conn, alembic_command.stamp, revisions, purge=purge)
+        if force:
+            project.alembic_config.attributes[FORCE_ATTRIBUTE] = force
+        try:
+            _run_alembic_on(project, conn, alembic_command.stamp, revisions, purge=purge)
+        finally:
+            project.alembic_config.attributes.pop(FORCE_ATTRIBUTE, None)
         after = sorted(current_heads(conn))
     return UpgradeResult(phases=["stamp"], before=before, after=after)
+
+
+# -- rollback ---------------------------------------------------------------------------
+@dataclass
+class RollbackResult(Result):
+    plan: Any = None
+    dry_run: bool = False
+    before: list[str] = field(default_factory=list)
+    after: list[str] = field(default_factory=list)
+    #: Data migrations whose ledger entries went with their columns.
+    forgotten: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"dry_run": self.dry_run, "plan": self.plan.to_dict(), "before": self.before, "after": self.after,
+                "forgotten_ledger_entries": self.forgotten}
+
+    def text(self) -> str:
+        if self.dry_run:
+            return "\n".join(["rollback (dry run, nothing changed): would " + self.plan.lines()[0],
+                               *self.plan.lines()[1:]])
+        lines = [f"rolled back: {', '.join(self.before)} -> {', '.join(self.after) or 'base'}", *self.plan.lines()]
+        if self.forgotten:
+            lines.append(f"ledger entries forgotten: {', '.join(self.forgotten)}")
+        return "\n".join(lines)
+
+
+def rollback(project: Project, dry_run: bool = False, force: str | None = None) -> RollbackResult:
+    """Revert the expand revisions applied since the last contract (``rollback.py``)."""
+    from . import rollback as rolling_back
+    from .data.command import project_registry
+    from .gate import record_override
+
+    registry = project_registry(project)
+    with project.connect() as conn:
+        heads = current_heads(conn)
+        plan = rolling_back.plan(conn, project.script, heads, registry)
+        result = RollbackResult(plan=plan, dry_run=dry_run, before=sorted(heads), after=sorted(heads))
+        if dry_run:
+            return result
+        if plan.at_risk or plan.unknown:
+            if not force:
+                lost = "; ".join([r.describe() for r in plan.at_risk] + [f"unknown: {u}" for u in plan.unknown])
+                raise PolicyError(f"rollback refused: {plan.rows_at_risk:,} row(s) would be lost with the revisions "
+                                  f"{', '.join(plan.revisions)} ({lost}); rerun with --force --reason ... to drop "
+                                  "them anyway (recorded)", exit_code=rolling_back.EXIT_REFUSED)
+            record_override(conn, "rollback", force, plan.revisions,
+                            [{"migration": None, "remaining": plan.rows_at_risk}])
+        _run_alembic_on(project, conn, alembic_command.downgrade, plan.target)
+        result.forgotten = rolling_back.forget_ledger_entries(conn, registry)
+        result.after = sorted(current_heads(conn))
+    return result
 
 
 # -- online data migrations ---------------------------------------------------------
@@ -273,6 +345,33 @@ def online_data_migrations(project: Project, **options: Any) -> DataMigrationsRe
 
     report = run_for_project(project, **options)
     return DataMigrationsResult(exit_code=report.exit_code, report=report)
+
+
+@dataclass
+class PruneResult(DataMigrationsResult):
+    """A prune run: the runner's report (``migrated`` = rows deleted) and the rows kept per prune
+    because another table still references them."""
+
+    kept: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.report.to_dict(), "kept_referenced": self.kept}
+
+    def text(self) -> str:
+        if not self.report.migrations:
+            return "no prunes are declared (Prune objects in the data_migrations modules)"
+        kept = [f"  {name}: {rows:,} row(s) kept: another table still references them"
+                for name, rows in self.kept.items() if rows]
+        return "\n".join([self.report.text(), *kept])
+
+
+def prune(project: Project, **options: Any) -> PruneResult:
+    """Delete the rows the project declares prunable, in batches, children first (``data/prune.py``).
+    Keyword arguments as ``online_data_migrations`` (``migrations`` selects prunes by name)."""
+    from .data.command import prune_for_project
+
+    report, kept = prune_for_project(project, **options)
+    return PruneResult(exit_code=report.exit_code, report=report, kept=kept)
 
 
 # -- authoring (init, check-models, revision): migrations_policy.authoring.commands

@@ -33,7 +33,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from .errors import PolicyError
 from .revisions import CONTRACT, EXPAND, applied_revisions, current_heads, phase_of
-from .runtime import REVISIONS_TABLE, revisions_table
+from .framework_tables import REVISIONS_TABLE, revisions_table
 
 
 class SchemaIncompatible(PolicyError):

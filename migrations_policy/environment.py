@@ -28,14 +28,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from . import operations  # noqa: F401  (registers op.require_data_migrations)
-
-#: Every table the framework owns starts with this prefix.
-TABLE_PREFIX = "migrations_policy_"
-
-
-def is_framework_table(name: str | None) -> bool:
-    return bool(name) and name.startswith(TABLE_PREFIX)
+from . import failsafe, operations  # noqa: F401  (operations registers op.require_data_migrations)
+from .authoring.hooks import autogenerate_options  # the autogenerate split and comparators
+from .framework_tables import TABLE_PREFIX, is_framework_table  # noqa: F401  (re-exported)
+from .runtime import guard_options  # the gate and lock timeouts
 
 
 def make_include_object(project_include_object: Callable[..., bool] | None = None) -> Callable[..., bool]:
@@ -62,9 +58,7 @@ def configure_options(
     A project's own ``include_object`` / ``process_revision_directives`` are
     chained: pass them here rather than to ``context.configure``.
     """
-    from .authoring.hooks import autogenerate_options  # the autogenerate split and comparators
-    from .runtime import guard_options  # the gate and lock timeouts (runtime imports this module)
-
+    failsafe.install()  # also where the alembic plugin is not installed (a source checkout)
     return {
         "include_object": make_include_object(include_object),
         "transaction_per_migration": True,

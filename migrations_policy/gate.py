@@ -1,28 +1,38 @@
-"""The contract gate: no contract revision runs while the data it needs is unmigrated.
+"""The contract gate: no gated revision is applied while the data it needs is unmigrated.
 
-A contract revision declares the online data migrations it needs, in either form::
+A revision is *gated* when it sits on the contract branch or declares the online
+data migrations it needs, in either form::
 
     requires_data_migrations = ("nodes_extra_to_meta", "port_node_orphans")
 
     def upgrade():
-        op.require_data_migrations("nodes_extra_to_meta")   # same effect, inside upgrade()
+        op.require_data_migrations(*NEEDED)   # same effect; any module-level expression
 
-Before alembic applies anything, ``environment.run_migrations`` (called from the
-project's env.py, so plain ``alembic upgrade heads`` is gated as well as
-``dbsync upgrade``) works out which revisions this run will apply and asks this
-module.  The gate refuses, before any DDL, when
+``evaluate`` is the one place that decides.  The env.py hook (``runtime.py``)
+asks it before alembic applies (or stamps) anything, so plain ``alembic
+upgrade`` is gated as well as ``dbsync upgrade``; ``status`` and ``check`` ask
+it too.  It refuses, before any DDL, when
 
 * a required migration still has rows to migrate (counted live by the
-  database from its pending predicate — the ledger alone could be stale), or is
-  stuck or failed, or is unknown;
-* the expand revision a contract revision depends on is not applied yet —
-  also when it is part of this same run: between expand and contract, data
-  migrations must run (``alembic upgrade heads`` on a database at release N is
-  refused; on a fresh, empty database everything applies in one go).
+  database from its pending predicate: the ledger alone could be stale), or is
+  stuck, failed, unknown or not declared;
+* the expand revision a contract revision depends on is not applied yet, also
+  when it is part of this same run (between expand and contract, data
+  migrations must run).  Only a database whose schema is really empty (no
+  version rows *and* no tables but the framework's) applies everything in one go;
+* a revision's branch, directory and content disagree
+  (``policy.phases.revision_phase_disagreement``: the linter reports the same);
+* a revision's requirements cannot be known before it runs (an
+  ``op.require_data_migrations(...)`` argument that is not a literal or a
+  module-level expression).
 
-``--force`` (``dbsync upgrade --contract --force``, or
-``alembic -x migrations_policy_force=REASON upgrade ...``) lets it proceed and
-records who, when and what remained in the ledger.
+The operation ``op.require_data_migrations`` also checks again when it runs:
+the check before the run never switches that off.
+
+``--force`` (``dbsync upgrade --contract --force``, ``dbsync stamp --force``, or
+``alembic -x migrations_policy_force=REASON ...``) lets pending data and missing
+expands through, never a phase conflict or unknown requirements, and every
+override is kept in ``migrations_policy_gate_overrides``.
 """
 
 from __future__ import annotations
@@ -35,12 +45,15 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+import sqlalchemy as sa
 from alembic.script import Script, ScriptDirectory
 from alembic.util import CommandError
 from sqlalchemy.engine import Connection
 
+from .framework_tables import gate_overrides_table, is_framework_table
+from .offline_run import first_line
+from .policy.phases import revision_phase_disagreement
 from .revisions import CONTRACT, EXPAND, applied_revisions, parents, phase_of
-
 
 #: Exit code of dbsync when the gate refuses.
 EXIT_REFUSED = 4
@@ -63,13 +76,23 @@ class PendingMigration:
 class GateVerdict:
     """What the gate found for the revisions about to be applied."""
 
-    contract_revisions: list[str] = field(default_factory=list)
+    contract_revisions: list[str] = field(default_factory=list)  # the gated revisions among them
     pending: list[PendingMigration] = field(default_factory=list)
     missing_expand: list[tuple[str, str]] = field(default_factory=list)  # (contract rev, expand rev it needs)
+    #: Defects of the scripts themselves, which ``--force`` does not override: "path: why".
+    defects: list[str] = field(default_factory=list)
+    #: Revisions to be stamped whose requirements could not be read by running them offline.
+    unjudged: list[str] = field(default_factory=list)
+    #: Every data migration the judged revisions require: {name: [requiring revisions]}.
+    required: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def allowed(self) -> bool:
-        return not self.pending and not self.missing_expand
+        return not (self.pending or self.missing_expand or self.defects or self.unjudged)
+
+    @property
+    def forceable(self) -> bool:
+        return not self.defects
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -78,7 +101,19 @@ class GateVerdict:
             "pending": [{"name": p.name, "remaining": p.remaining, "state": p.state,
                          "required_by": p.required_by} for p in self.pending],
             "missing_expand": [{"revision": c, "needs": e} for c, e in self.missing_expand],
+            "defects": self.defects,
+            "unjudged": self.unjudged,
         }
+
+    def summary(self) -> str:
+        parts = []
+        if self.defects or self.unjudged:
+            parts.append(f"{len(self.defects) + len(self.unjudged)} revision(s) cannot be judged")
+        if self.pending:
+            parts.append(f"{len(self.pending)} data migration(s) not complete")
+        if self.missing_expand:
+            parts.append(f"{len(self.missing_expand)} expand revision(s) missing")
+        return "; ".join(parts)
 
 
 class GateRefused(CommandError):
@@ -88,61 +123,190 @@ class GateRefused(CommandError):
 
     def __init__(self, verdict: GateVerdict, how_to_finish: str):
         self.verdict = verdict
-        lines = ["contract refused: " + _summary(verdict)]
+        lines = ["contract refused: " + verdict.summary()]
+        lines += [f"  - {d}" for d in verdict.defects + verdict.unjudged]
         lines += [f"  - {p.describe()}" for p in verdict.pending]
         lines += [f"  - {c} needs expand revision {e}, which is not applied: run the expand phase first"
                   for c, e in verdict.missing_expand]
-        lines.append(how_to_finish)
+        if verdict.pending or verdict.missing_expand:
+            lines.append(how_to_finish)
         super().__init__("\n".join(lines))
 
 
-def _summary(verdict: GateVerdict) -> str:
-    parts = []
-    if verdict.pending:
-        parts.append(f"{len(verdict.pending)} data migration(s) not complete")
-    if verdict.missing_expand:
-        parts.append(f"{len(verdict.missing_expand)} expand revision(s) missing")
-    return "; ".join(parts)
+class NotWired(CommandError):
+    """The project's env.py did not hand the run to the gate: nothing was applied."""
+
+    exit_code = EXIT_REFUSED
 
 
-# -- what a contract revision requires ---------------------------------------------
-def requirements_of(rev: Script) -> tuple[str, ...]:
-    """Data migrations *rev* declares: its ``requires_data_migrations`` plus every
-    ``op.require_data_migrations("...")`` call found in its source."""
-    declared = getattr(rev.module, "requires_data_migrations", ()) or ()
-    if isinstance(declared, str):
-        declared = (declared,)
-    names = list(declared)
+# -- what a revision requires ---------------------------------------------------------
+@dataclass(frozen=True)
+class Requirements:
+    """The data migrations a revision declares, as far as they can be known before it runs."""
+
+    names: tuple[str, ...] = ()
+    #: Declarations whose value cannot be known before the revision runs: "path:line: why".
+    unresolved: tuple[str, ...] = ()
+
+    @property
+    def declared(self) -> bool:
+        return bool(self.names or self.unresolved)
+
+
+_REQUIRE_OP = "require_data_migrations"
+
+
+def _names_from(value: Any) -> list[str] | None:
+    """*value* as data-migration names, or None when it is not a name or a collection of names."""
+    if isinstance(value, str):
+        return [value] if value else None
+    if isinstance(value, (list, tuple, set, frozenset)) and all(isinstance(v, str) and v for v in value):
+        return sorted(value) if isinstance(value, (set, frozenset)) else list(value)
+    return None
+
+
+def _is_require_call(node: ast.AST) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    return (isinstance(func, ast.Attribute) and func.attr == _REQUIRE_OP) or \
+        (isinstance(func, ast.Name) and func.id == _REQUIRE_OP)
+
+
+def _evaluate_argument(node: ast.expr, namespace: dict[str, Any], where: str) -> tuple[list[str], str | None]:
+    """The names one argument of ``op.require_data_migrations(...)`` stands for."""
+    starred = isinstance(node, ast.Starred)
+    expression = node.value if starred else node
+    if isinstance(expression, ast.Constant) and not starred:
+        names = _names_from(expression.value)
+        return (names, None) if names else ([], f"{where}: {ast.unparse(node)} is not a data migration name")
     try:
-        with open(rev.path, encoding="utf-8") as fh:
-            tree = ast.parse(fh.read(), rev.path)
-    except (OSError, SyntaxError, ValueError):
-        tree = None
-    for node in ast.walk(tree) if tree is not None else ():
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and node.func.attr == "require_data_migrations":
-            names.extend(arg.value for arg in node.args
-                         if isinstance(arg, ast.Constant) and isinstance(arg.value, str))
-    return tuple(dict.fromkeys(names))
+        value = eval(compile(ast.Expression(expression), where, "eval"), dict(namespace))  # noqa: S307
+    except Exception as exc:  # the project's own expression: anything can go wrong
+        return [], (f"{where}: op.{_REQUIRE_OP}({ast.unparse(node)}) cannot be evaluated before the revision "
+                    f"runs ({type(exc).__name__}: {first_line(exc)}); use literals or a module-level "
+                    "constant, or declare requires_data_migrations = (...)")
+    if starred:
+        iterable = isinstance(value, Iterable) and not isinstance(value, (str, bytes))
+        names = _names_from(tuple(value)) if iterable else None
+    else:
+        names = _names_from(value) if isinstance(value, str) else None
+    if names is None:
+        return [], f"{where}: op.{_REQUIRE_OP}({ast.unparse(node)}) is {value!r:.60}, not data migration names"
+    return names, None
+
+
+def requirements_of(rev: Script) -> Requirements:
+    """Data migrations *rev* declares: its ``requires_data_migrations`` attribute plus the
+    arguments of every ``op.require_data_migrations(...)`` call in its source, each
+    evaluated in the module's namespace (literals, module constants, imported names and
+    expressions over them).  What cannot be evaluated there is *unresolved*, never ignored."""
+    names: list[str] = []
+    unresolved: list[str] = []
+    path = rev.path
+    module = rev.module
+    if hasattr(module, "requires_data_migrations"):
+        declared = module.requires_data_migrations
+        if declared is not None and declared != ():
+            found = _names_from(declared)
+            if found is None:
+                unresolved.append(f"{path}: requires_data_migrations = {declared!r:.60} is not a name or a "
+                                  "tuple of data migration names")
+            else:
+                names.extend(found)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read(), path)
+    except (OSError, SyntaxError, ValueError) as exc:
+        # alembic imported the module, so its source should parse: fail closed if it does not.
+        return Requirements(tuple(dict.fromkeys(names)),
+                            tuple(unresolved) + (f"{path}: source cannot be read to find its requirements "
+                                                 f"({first_line(exc)})",))
+    namespace = vars(module)
+    for node in ast.walk(tree):
+        if not _is_require_call(node):
+            continue
+        where = f"{path}:{node.lineno}"
+        if node.keywords:
+            unresolved.append(f"{where}: op.{_REQUIRE_OP}() takes data migration names only, not keywords")
+        if not node.args:
+            unresolved.append(f"{where}: op.{_REQUIRE_OP}() names no data migration")
+        for arg in node.args:
+            found, problem = _evaluate_argument(arg, namespace, where)
+            names.extend(found)
+            if problem:
+                unresolved.append(problem)
+    return Requirements(tuple(dict.fromkeys(names)), tuple(unresolved))
+
+
+def is_gated(rev: Script, requirements: Requirements | None = None) -> bool:
+    """A revision the gate judges: on the contract branch, or declaring required data migrations."""
+    requirements = requirements if requirements is not None else requirements_of(rev)
+    return phase_of(rev) == CONTRACT or requirements.declared
+
+
+def requirements_when_run(rev: Script, dialect_name: str) -> tuple[tuple[str, ...], str | None]:
+    """Run *rev*'s ``upgrade()`` offline (nothing reaches the database) and return the data
+    migrations its ``op.require_data_migrations`` calls named, however they were called, with
+    why it could not run to the end (None when it could).
+
+    A stamp records a revision without running it, so the runtime check of the operation
+    never happens: this is how a stamp sees calls the source scan cannot (an aliased op)."""
+    from .offline_run import record_operations
+    from .requirement_op import RequireDataMigrationsOp
+
+    operations, problem = record_operations(rev.module.upgrade, dialect_name)
+    names = [n for o in operations if isinstance(o, RequireDataMigrationsOp) for n in o.names]
+    return tuple(dict.fromkeys(names)), problem
+
+
+def phase_defect(rev: Script, requirements: Requirements) -> str | None:
+    """Why *rev*'s branch, directory and content disagree, as one line naming its file, or None."""
+    why = revision_phase_disagreement(phase_of(rev), rev.path, requirements.declared)
+    return f"{rev.path}: revision {rev.revision}: {why}" if why else None
 
 
 # -- the check --------------------------------------------------------------------
+def schema_is_empty(connection: Connection, version_table: str = "alembic_version") -> bool:
+    """No table but alembic's version table and the framework's own: a fresh database."""
+    names = sa.inspect(connection).get_table_names()
+    return all(name == version_table or is_framework_table(name) for name in names)
+
+
 def evaluate(connection: Connection, script: ScriptDirectory, revisions: list[Script],
-             current: Iterable[str], registry: Any) -> GateVerdict:
-    """Judge *revisions* (about to be applied) against the ledger and live counts."""
+             current: Iterable[str], registry: Any, version_table: str = "alembic_version",
+             stamping: bool = False) -> GateVerdict:
+    """Judge *revisions* (about to be applied, or recorded as applied when *stamping*) against
+    the ledger and live counts.  A stamp runs no DDL, so it may record an expand and its
+    contract together; it still needs their data migrations complete."""
     verdict = GateVerdict()
     applied = applied_revisions(script, current)
-    if not applied:
-        return verdict  # a fresh database: no data to migrate, no old code running
-    required: dict[str, list[str]] = {}
+    fresh = not applied and schema_is_empty(connection, version_table)
+    required = verdict.required
     for rev in revisions:
-        if phase_of(rev) != CONTRACT:
+        requirements = requirements_of(rev)
+        if stamping and not fresh:
+            # A stamp never runs the revision, so the operation's own check never happens: run its
+            # upgrade() offline to see every requirement, however it is called.  What cannot be
+            # run offline cannot be judged (forceable: adopting an existing database, say).
+            ran, problem = requirements_when_run(rev, connection.dialect.name)
+            requirements = Requirements(tuple(dict.fromkeys(requirements.names + ran)), requirements.unresolved)
+            if problem:
+                verdict.unjudged.append(f"{rev.path}: revision {rev.revision} is stamped without running, and "
+                                        f"its upgrade() cannot run offline to show what it requires ({problem})")
+        defect = phase_defect(rev, requirements)
+        if defect:
+            verdict.defects.append(defect)
+        verdict.defects.extend(requirements.unresolved)
+        if not is_gated(rev, requirements):
             continue
         verdict.contract_revisions.append(rev.revision)
-        for parent in parents(script, rev):
+        if fresh:
+            continue  # no data to migrate, no old code running
+        for parent in () if stamping else parents(script, rev):
             if phase_of(parent) == EXPAND and parent.revision not in applied:
                 verdict.missing_expand.append((rev.revision, parent.revision))
-        for name in requirements_of(rev):
+        for name in requirements.names:
             required.setdefault(name, []).append(rev.revision)
     verdict.pending = unfinished(connection, registry, required)
     return verdict
@@ -171,6 +335,7 @@ def unfinished(connection: Connection, registry: Any, required: dict[str, list[s
     return found
 
 
+# -- overrides ----------------------------------------------------------------------
 def forced_by() -> str:
     """Who is forcing: user@host, for the ledger."""
     try:
@@ -180,14 +345,41 @@ def forced_by() -> str:
     return f"{user}@{socket.gethostname()}"
 
 
-def record_force(connection: Connection, verdict: GateVerdict, reason: str) -> None:
-    """Write the override into the ledger and say so loudly on stderr."""
+def record_override(connection: Connection, command: str, reason: str, revisions: list[str],
+                    rows: list[dict[str, Any]]) -> str:
+    """Append one ``migrations_policy_gate_overrides`` row per entry of *rows* ({"migration", "remaining"})
+    for a forced *command* over *revisions*, committed; return who forced it."""
     from .data import ledger
 
     who = forced_by()
+    gate_overrides_table.create(connection, checkfirst=True)
+    connection.execute(sa.insert(gate_overrides_table), [
+        {"forced_at": ledger.utcnow(), "forced_by": who[:255], "reason": reason or None, "command": command,
+         "revisions": ",".join(revisions), **row} for row in rows])
+    if connection.in_transaction():
+        connection.commit()
+    return who
+
+
+def record_force(connection: Connection, verdict: GateVerdict, reason: str, command: str = "upgrade") -> None:
+    """Keep the override in ``migrations_policy_gate_overrides`` (one row per forced migration,
+    never overwritten), mark the ledger's rows, and say so loudly on stderr."""
+    from .data import ledger
+
+    rows = [{"migration": p.name, "remaining": p.remaining} for p in verdict.pending] or \
+        [{"migration": None, "remaining": None}]
+    who = record_override(connection, command, reason, verdict.contract_revisions, rows)
     for pending in verdict.pending:
         ledger.record_forced(connection, pending.name, remaining=pending.remaining, reason=reason, forced_by=who)
     if connection.in_transaction():
         connection.commit()
-    print(f"WARNING: contract gate FORCED by {who} ({reason or 'no reason given'}): "
-          f"{_summary(verdict)}; recorded in the ledger", file=sys.stderr)
+    print(f"WARNING: contract gate FORCED ({command}) by {who} ({reason or 'no reason given'}): "
+          f"{verdict.summary()}; recorded in {gate_overrides_table.name}", file=sys.stderr)
+
+
+def overrides(connection: Connection) -> list[dict[str, Any]]:
+    """Every recorded override, oldest first ([] when there never was one)."""
+    if not sa.inspect(connection).has_table(gate_overrides_table.name):
+        return []
+    query = sa.select(gate_overrides_table).order_by(gate_overrides_table.c.id)
+    return [dict(row) for row in connection.execute(query).mappings()]

@@ -2,40 +2,25 @@
 
 Importing this module registers the operation with alembic (the env.py hook and
 the alembic plugin import it).  It is the in-script form of the module
-attribute ``requires_data_migrations``; both are read by the contract gate
-*before* any revision runs (``runtime.py``).  When the operation itself runs:
+attribute ``requires_data_migrations``; the contract gate reads both before any
+revision runs (``gate.requirements_of`` evaluates the call's arguments in the
+module's namespace).  When the operation itself runs:
 
 * offline (``--sql``): it writes the requirement as an SQL comment;
-* online, after the gate already judged this run: nothing;
-* online without the env.py hook (a stock env.py): it checks the live
-  remaining counts itself and refuses, so the revision's own DDL never runs
-  while its data is unmigrated.
+* online: it checks the live remaining counts itself and refuses, unless the gate
+  judged exactly these names before this run's first statement (a stock env.py,
+  an aliased call the source scan could not see: checked here), so the
+  revision's DDL after it never runs while its data is unmigrated.
 """
 
 from __future__ import annotations
 
-from alembic.operations import MigrateOperation, Operations
+from alembic.operations import Operations
 
-#: ``config.attributes`` key the env.py hook sets once the gate has judged the run.
-GATE_CHECKED_ATTRIBUTE = "migrations_policy.gate_checked"
+from .requirement_op import RequireDataMigrationsOp
 
 
-@Operations.register_operation("require_data_migrations")
-class RequireDataMigrationsOp(MigrateOperation):
-    """Declare that this (contract) revision needs the named data migrations complete."""
-
-    def __init__(self, *names: str) -> None:
-        if not names or not all(isinstance(n, str) and n for n in names):
-            raise ValueError("require_data_migrations() takes one or more data migration names")
-        self.names = names
-
-    @classmethod
-    def require_data_migrations(cls, operations: Operations, *names: str) -> None:
-        """``op.require_data_migrations("nodes_extra_to_meta", ...)``"""
-        return operations.invoke(cls(*names))
-
-    def reverse(self) -> "RequireDataMigrationsOp":
-        return RequireDataMigrationsOp(*self.names)
+Operations.register_operation("require_data_migrations")(RequireDataMigrationsOp)
 
 
 @Operations.implementation_for(RequireDataMigrationsOp)
@@ -46,18 +31,20 @@ def _require_data_migrations(operations: Operations, operation: RequireDataMigra
         ctx.impl.static_output(f"-- migrations_policy: requires data migrations {names} to be complete "
                                "(NOT CHECKED in offline mode)")
         return
-    environment = ctx.environment_context
-    config = environment.config if environment is not None else None
-    if config is not None and config.attributes.get(GATE_CHECKED_ATTRIBUTE):
-        return
-    _check_now(ctx, config, operation.names)
+    _check_now(ctx, ctx.environment_context, operation.names)
 
 
-def _check_now(ctx, config, names: tuple[str, ...]) -> None:
-    """No env.py hook ran: judge the requirement here, before this revision's DDL."""
+def _check_now(ctx, environment, names: tuple[str, ...]) -> None:
+    """Judge the requirement here, before the rest of this revision's DDL (a run forced past
+    the gate, recorded by the env.py hook, is not refused again)."""
     from .gate import GateRefused, GateVerdict, unfinished
-    from .runtime import how_to_finish, load_registry, project_settings
+    from .runtime import JUDGED_ATTRIBUTE, force_reason, how_to_finish, load_registry, project_settings
 
+    config = environment.config if environment is not None else None
+    if environment is not None and force_reason(environment) is not None:
+        return
+    if config is not None and set(names) <= config.attributes.get(JUDGED_ATTRIBUTE, frozenset()):
+        return  # the gate judged exactly these before the run's first statement
     registry = load_registry(config, project_settings(config))
     verdict = GateVerdict(pending=unfinished(ctx.connection, registry, {n: ["this revision"] for n in names}))
     if not verdict.allowed:

@@ -66,12 +66,14 @@ def applied_revisions(script: ScriptDirectory, heads: Iterable[str]) -> set[str]
 
 
 def phase_of(rev: Script) -> str | None:
-    """``expand`` or ``contract`` from the revision's (inherited) branch labels."""
+    """``expand`` or ``contract`` from the revision's (inherited) branch labels.
+
+    A revision on both branches (a merge of the two heads) is ``contract``: it
+    runs after contract revisions, so it is judged as one."""
     labels = set(rev.branch_labels or ())
-    for phase in PHASES:
-        if phase in labels:
-            return phase
-    return None
+    if CONTRACT in labels:
+        return CONTRACT
+    return EXPAND if EXPAND in labels else None
 
 
 def revisions_in_order(script: ScriptDirectory) -> list[Script]:

@@ -4,15 +4,19 @@
 it wraps the list of steps alembic is about to run (the ``fn`` alembic's
 commands hand to the migration context), so that before the first step:
 
-1. the contract gate judges the revisions this run will apply (``gate.py``) and
-   refuses before any DDL — for ``dbsync upgrade`` and plain
-   ``alembic upgrade heads`` alike; in offline ``--sql`` mode it writes the
-   requirements as SQL comments and warns that it could not check them;
+1. the contract gate (``gate.evaluate``) judges every revision this run will
+   apply *or stamp* and refuses before any DDL, for ``dbsync`` and plain
+   ``alembic upgrade``/``stamp`` alike; in offline ``--sql`` mode the SQL starts
+   with statements that fail, when run, while a required migration is pending
+   (``offline_guard.py``);
 2. the session gets a bounded lock timeout and every statement is retried with
    backoff when it times out on a lock (``lock_timeout.py``);
 3. an ``on_version_apply`` callback records each applied revision's phase in
    ``migrations_policy_revisions``, so ``assert_schema_compatible`` can tell an
-   unknown expand revision (fine for older code) from an unknown contract one.
+   unknown expand revision (fine for older code) from an unknown contract one,
+   and appends it to ``migrations_policy_revision_history`` (``dbsync rollback``).
+
+Downgrades get the lock timeouts and retries too.  An env.py that does not pass these options is caught by ``failsafe.py``.
 """
 
 from __future__ import annotations
@@ -20,32 +24,36 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import uuid
+from datetime import datetime, timezone
 from typing import Any, Callable
 
 import sqlalchemy as sa
-from alembic.runtime.migration import RevisionStep
+from alembic.runtime.migration import RevisionStep, StampStep
 
 from . import gate, lock_timeout
 from .config import Settings, load_settings
-from .environment import TABLE_PREFIX
-from .operations import GATE_CHECKED_ATTRIBUTE
-from .revisions import CONTRACT, phase_of
+from .framework_tables import REVISIONS_TABLE, revision_history_table, revisions_table  # noqa: F401
+from .revisions import applied_revisions, phase_of
 
 log = logging.getLogger(__name__)
 
 #: ``config.attributes`` keys dbsync sets for one run.
 FORCE_ATTRIBUTE = "migrations_policy.force"
 STATS_ATTRIBUTE = "migrations_policy.lock_stats"
+#: Set to True by the guard when alembic hands it the run (dbsync refuses a run where it stays False).
+GUARD_RAN_ATTRIBUTE = "migrations_policy.guard_ran"
+#: Set by dbsync: this run must go through the guard, whatever the project's files say.
+REQUIRE_GUARD_ATTRIBUTE = "migrations_policy.require_guard"
+#: The data migrations the gate judged complete (or forced) for this run: the operation
+#: ``op.require_data_migrations`` checks again only names not among them.
+JUDGED_ATTRIBUTE = "migrations_policy.judged_requirements"
+#: ``MigrationContext.opts`` key: (this run's id, whether it started on an empty version table).
+RUN_OPTION = "migrations_policy.run"
+#: Marks the step functions that are the guard (``failsafe.py`` looks for it).
+GUARD_MARK = "_migrations_policy_guard"
 #: ``alembic -x migrations_policy_force=REASON upgrade ...`` for plain alembic.
 FORCE_X_ARGUMENT = "migrations_policy_force"
-
-REVISIONS_TABLE = f"{TABLE_PREFIX}revisions"
-_metadata = sa.MetaData()
-revisions_table = sa.Table(
-    REVISIONS_TABLE, _metadata,
-    sa.Column("revision", sa.String(255), primary_key=True),
-    sa.Column("phase", sa.String(16), nullable=True),
-)
 
 
 def project_settings(config: Any) -> Settings:
@@ -62,7 +70,8 @@ def load_registry(config: Any, settings: Settings) -> Any:
     return _load(settings, config.get_prepend_sys_paths_list())
 
 
-def _force_reason(context: Any) -> str | None:
+def force_reason(context: Any) -> str | None:
+    """The reason given to force this run past the gate (dbsync --force, alembic -x), or None."""
     forced = context.config.attributes.get(FORCE_ATTRIBUTE)
     if forced:
         return forced if isinstance(forced, str) else "dbsync --force"
@@ -81,43 +90,63 @@ def how_to_finish(config: Any) -> str:
             "To override (recorded in the ledger): dbsync upgrade --contract --force")
 
 
-def _annotate_offline(migration_context: Any, revisions: list) -> None:
-    needs = [(rev.revision, gate.requirements_of(rev)) for rev in revisions if phase_of(rev) == CONTRACT]
-    needs = [(rev, names) for rev, names in needs if names]
-    for rev, names in needs:
-        migration_context.impl.static_output(
-            f"-- migrations_policy: contract revision {rev} requires data migrations {', '.join(names)} "
-            "to be complete. NOT CHECKED: offline (--sql) mode cannot see the database.")
-    if needs:
-        print("WARNING: migrations_policy could not check the contract gate in offline (--sql) mode; "
-              "its requirements are written as comments in the SQL", file=sys.stderr)
+def _annotate_offline(context: Any, migration_context: Any, revisions: list) -> None:
+    """Offline (``--sql``): the SQL starts with statements that fail, when it is run, while a
+    required data migration is pending (``offline_guard.py``)."""
+    from . import offline_guard
+
+    required: dict[str, list[str]] = {}
+    for rev in revisions:
+        requirements = gate.requirements_of(rev)
+        if requirements.unresolved:
+            raise gate.GateRefused(gate.GateVerdict(defects=list(requirements.unresolved)), "")
+        for name in requirements.names:
+            required.setdefault(name, []).append(rev.revision)
+    if not required:
+        return
+    registry = load_registry(context.config, project_settings(context.config))
+    for line in offline_guard.guard_lines(migration_context.dialect, required, registry):
+        migration_context.impl.static_output(line)
+    print("WARNING: migrations_policy cannot see the database in offline (--sql) mode: the SQL starts with "
+          "statements that fail while a required data migration is incomplete", file=sys.stderr)
+
+
+def revisions_entering(script: Any, heads: Any, steps: list) -> tuple[list, bool]:
+    """The revisions *steps* will record as applied that are not applied now (oldest first),
+    and whether any of them is only stamped (recorded without running)."""
+    entering, stamped = [], False
+    before = applied_revisions(script, heads)
+    for step in steps:
+        if isinstance(step, RevisionStep) and step.is_upgrade:
+            entering.append(step.revision)
+        elif isinstance(step, StampStep) and step.to_:
+            new = applied_revisions(script, step.to_) - before
+            if new:
+                stamped = True
+                entering.extend(rev for rev in reversed(list(script.walk_revisions()))
+                                if rev.revision in new and rev not in entering)
+    return entering, stamped
 
 
 def _guard(context: Any, original: Callable) -> Callable:
     def steps_after_checks(heads, migration_context):
-        context.config.attributes[GATE_CHECKED_ATTRIBUTE] = False
+        context.config.attributes[GUARD_RAN_ATTRIBUTE] = True
+        context.config.attributes[JUDGED_ATTRIBUTE] = frozenset()
         steps = list(original(heads, migration_context))
-        upgrades = [s.revision for s in steps if isinstance(s, RevisionStep) and s.is_upgrade]
-        if not upgrades:
-            return steps
+        entering, stamped = revisions_entering(migration_context.script, heads, steps)
         if migration_context.as_sql:
-            _annotate_offline(migration_context, upgrades)
+            if entering:
+                _annotate_offline(context, migration_context, entering)
             return steps
+        if not steps:
+            return steps
+        migration_context.opts[RUN_OPTION] = (uuid.uuid4().hex, not heads)
         connection = migration_context.connection
         settings = project_settings(context.config)
-        contract = [r for r in upgrades if phase_of(r) == CONTRACT]
-        if contract:
-            verdict = gate.evaluate(connection, migration_context.script, upgrades, heads,
-                                    load_registry(context.config, settings))
-            if not verdict.allowed:
-                reason = _force_reason(context)
-                if reason is None:
-                    if connection.in_transaction():
-                        connection.rollback()
-                    raise gate.GateRefused(verdict, how_to_finish(context.config))
-                gate.record_force(connection, verdict, reason)
-        context.config.attributes[GATE_CHECKED_ATTRIBUTE] = True
+        if entering:
+            _judge(context, migration_context, heads, entering, stamped, settings)
         revisions_table.create(connection, checkfirst=True)
+        revision_history_table.create(connection, checkfirst=True)
         lock_timeout.set_session_lock_timeout(connection, settings.lock_timeout)
         if connection.in_transaction():
             connection.commit()
@@ -125,11 +154,30 @@ def _guard(context: Any, original: Callable) -> Callable:
             migration_context, settings.lock_retries)
         return steps
 
+    setattr(steps_after_checks, GUARD_MARK, True)
     return steps_after_checks
 
 
+def _judge(context: Any, migration_context: Any, heads: Any, entering: list, stamped: bool,
+           settings: Settings) -> None:
+    """The gate on the revisions entering the database: refuse, or record a force."""
+    connection = migration_context.connection
+    verdict = gate.evaluate(connection, migration_context.script, entering, heads,
+                            load_registry(context.config, settings), migration_context.version_table,
+                            stamping=stamped)
+    if not verdict.allowed:
+        reason = force_reason(context)
+        if reason is None or not verdict.forceable:
+            if connection.in_transaction():
+                connection.rollback()
+            raise gate.GateRefused(verdict, how_to_finish(context.config))
+        gate.record_force(connection, verdict, reason, command="stamp" if stamped else "upgrade")
+    context.config.attributes[JUDGED_ATTRIBUTE] = frozenset(verdict.required)
+
+
 def _record_phase(ctx, step, heads, run_args) -> None:
-    """on_version_apply: keep ``migrations_policy_revisions`` in step with the version table."""
+    """on_version_apply: keep ``migrations_policy_revisions`` in step with the version table, and
+    append the step to ``migrations_policy_revision_history`` (``dbsync rollback`` reads it)."""
     if ctx.as_sql or ctx.connection is None or not sa.inspect(ctx.connection).has_table(REVISIONS_TABLE):
         return
     script = ctx.script
@@ -137,10 +185,16 @@ def _record_phase(ctx, step, heads, run_args) -> None:
     ids = [i for i in ids if i]
     if not ids:
         return
+    phases = {i: phase_of(script.get_revision(i)) for i in ids}
     ctx.connection.execute(sa.delete(revisions_table).where(revisions_table.c.revision.in_(ids)))
     if step.is_upgrade:
-        ctx.connection.execute(sa.insert(revisions_table), [
-            {"revision": i, "phase": phase_of(script.get_revision(i))} for i in ids])
+        ctx.connection.execute(sa.insert(revisions_table), [{"revision": i, "phase": phases[i]} for i in ids])
+    action = "stamp" if step.is_stamp else "upgrade" if step.is_upgrade else "downgrade"
+    now = datetime.now(timezone.utc).replace(tzinfo=None)
+    run, from_base = ctx.opts.get(RUN_OPTION) or (uuid.uuid4().hex, False)
+    ctx.connection.execute(sa.insert(revision_history_table), [
+        {"revision": i, "phase": phases[i], "action": action, "at": now, "run": run, "from_base": from_base}
+        for i in ids])
 
 
 def guard_options(context: Any) -> dict[str, Any]:

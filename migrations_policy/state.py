@@ -20,6 +20,9 @@ from .revisions import CONTRACT, EXPAND, BranchStatus, branch_statuses, current_
 
 # ``dbsync check`` exit codes (glance's convention, plus 2 for errors).
 CHECK_NOTHING_TO_DO, CHECK_EXPAND_PENDING, CHECK_DATA_PENDING, CHECK_CONTRACT_ALLOWED = 0, 3, 4, 5
+#: A pending revision cannot be applied as it stands (its phase is ambiguous, or its requirements
+#: cannot be known before it runs): the project must fix the script.
+CHECK_CANNOT_APPLY = 2
 
 
 @dataclass
@@ -39,6 +42,8 @@ class UpgradeState:
         return self.verdict.allowed
 
     def check_code(self) -> int:
+        if self.verdict.defects:
+            return CHECK_CANNOT_APPLY
         if self.branches[EXPAND].pending:
             return CHECK_EXPAND_PENDING
         if self.data_pending:
@@ -69,8 +74,8 @@ def assess(project: Project, connection: Connection) -> UpgradeState:
     heads = current_heads(connection)
     state = UpgradeState(heads=heads, branches=branch_statuses(script, heads))
     state.data_migrations = pending_migrations(connection, registry)
-    contract_pending = [script.get_revision(r) for r in state.branches[CONTRACT].pending]
-    state.verdict = gate.evaluate(connection, script, contract_pending, heads, registry)
+    pending = [script.get_revision(r) for name in (EXPAND, CONTRACT) for r in state.branches[name].pending]
+    state.verdict = gate.evaluate(connection, script, pending, heads, registry)
     state.object_versions = object_versions_before_expand(project, connection,
                                                           bool(state.branches[EXPAND].pending))
     if connection.in_transaction():

@@ -109,15 +109,16 @@ def test_python_dash_m_entry():
 
 def test_import_alembic_loads_only_the_light_plugin_modules(tmp_path):
     """Our alembic plugins run on every ``import alembic``: no linter, policy or sqlparse then."""
-    code = ("import sys, alembic; from alembic.script import write_hooks; "
-            "print('migrations_policy.lint' in write_hooks._registry); "
+    code = ("import sys, alembic; from alembic.script import write_hooks; from alembic.ddl.impl import DefaultImpl; "
+            "print('migrations_policy.lint' in write_hooks._registry, "
+            "hasattr(DefaultImpl.start_migrations, '_migrations_policy_failsafe')); "
             "print(sorted(m for m in sys.modules if m.startswith(('migrations_policy', 'sqlparse'))))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     registered, modules = proc.stdout.strip().splitlines()
-    assert registered == "True"
+    assert registered == "True True"  # the lint hook, and the gate's failsafe (failsafe.py)
     assert modules == str(["migrations_policy", "migrations_policy.authoring", "migrations_policy.authoring.plugin",
-                           "migrations_policy.lint_plugin"])
+                           "migrations_policy.failsafe", "migrations_policy.lint_plugin"])
 
 
 def test_warm_lint_through_the_cli_never_imports_alembic(tmp_path):

@@ -16,7 +16,7 @@ from typing import Any, Iterable
 
 import sqlalchemy as sa
 
-from ..commands import Result
+from ..result import Result
 from ..errors import UsageError
 from .versioned import VERSION_COLUMN, is_object_table
 

@@ -14,7 +14,7 @@ from typing import Any
 from alembic import command as alembic_command
 from alembic.util import CommandError
 
-from ..commands import Result
+from ..result import Result
 from ..errors import PolicyError
 from .check_models import CheckModelsResult
 from .check_models import check_models as _check_models

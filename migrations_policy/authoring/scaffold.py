@@ -30,7 +30,7 @@ from alembic.script import ScriptDirectory
 from alembic.util import CommandError
 from mako.template import Template
 
-from ..commands import Result
+from ..result import Result
 from ..errors import ConfigError, UsageError
 
 DEFAULT_TEMPLATE = "expand_contract"

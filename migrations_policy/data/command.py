@@ -45,3 +45,33 @@ def run_for_project(
     with project.connect():
         pass  # one-line error now if the database cannot be reached
     return run(project.engine, registry, run_options, progress=progress)
+
+
+def prune_for_project(project: Project, *, batch_size: int | None = None, batch_seconds: float | None = None,
+                      max_count: int | None = None, sleep: float = 0.0, workers: int = 1,
+                      migrations: Iterable[str] = (), options: Iterable[str] = (),
+                      progress: Any = None) -> tuple[RunReport, dict[str, int]]:
+    """``dbsync prune``: the project's ``Prune`` declarations (in its data_migrations modules),
+    children first, on the data-migration runner.  *migrations* selects prunes by name."""
+    from .discovery import _import
+    from .prune import prunes_in, run_prunes
+
+    if options:
+        raise UsageError("--option does not apply to prune", exit_code=EXIT_USAGE)
+    prunes = prunes_in(_import(module, "data_migrations") for module in project.settings.data_migrations)
+    wanted = list(migrations)
+    unknown = set(wanted) - {p.name for p in prunes}
+    if unknown:
+        known = ", ".join(p.name for p in prunes) or "none declared"
+        raise UsageError(f"unknown prune(s): {', '.join(sorted(unknown))} (known: {known})", exit_code=EXIT_USAGE)
+    if wanted:
+        prunes = [p for p in prunes if p.name in wanted]
+    run_options = RunOptions(batch_size=batch_size or project.settings.batch_size,
+                             batch_seconds=(batch_seconds if batch_seconds is not None
+                                            else project.settings.batch_seconds) or None,
+                             max_count=max_count, sleep=sleep, workers=workers)
+    if not prunes:
+        return RunReport(max_count=max_count), {}
+    with project.connect():
+        pass  # one-line error now if the database cannot be reached
+    return run_prunes(project.engine, prunes, run_options, progress=progress)

@@ -28,7 +28,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..environment import TABLE_PREFIX
+from ..framework_tables import TABLE_PREFIX
 from ..errors import DatabaseError
 
 LEDGER_TABLE = f"{TABLE_PREFIX}data_migrations"

@@ -3,9 +3,11 @@ and still refused (before the revision's DDL) under a stock env.py without it.""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from migrations_policy.gate import GateRefused
+from migrations_policy.gate import NotWired
 
 CONTRACT_SCRIPT = "migrations/versions/contract/0003_r3_drop_extra_name.py"
 
@@ -45,17 +47,71 @@ def test_directive_is_read_by_the_gate_before_any_ddl(expanded, capsys):
     assert {"extra", "name"} <= expanded.columns("nodes")
 
 
-def test_directive_refuses_under_a_stock_env_py(expanded):
+def test_a_stock_env_py_is_refused_before_any_ddl(expanded):
+    """An env.py without the hook fails closed: plain alembic refuses the run (naming env.py),
+    also once the data migrations are complete, and applies nothing."""
     from ..helpers import set_ini_option
 
     _use_directive_instead_of_attribute(expanded)
-    (expanded.ini.parent / "migrations" / "env.py").write_text(STOCK_ENV)
+    env_py = expanded.ini.parent / "migrations" / "env.py"
+    env_py.write_text(STOCK_ENV)
     set_ini_option(expanded.ini, "alembic", "sqlalchemy.url", expanded.url_text.replace("%", "%%"))
-    with pytest.raises(GateRefused, match="port_node_orphans"):
+    heads = expanded.heads()
+    with pytest.raises(NotWired, match="env.py does not pass migrations_policy's configure_options") as caught:
         expanded.alembic_upgrade("contract@head")
+    assert str(env_py) in str(caught.value) and "\n" not in str(caught.value)
     assert {"extra", "name"} <= expanded.columns("nodes")
-    assert "r3_drop_extra_name" not in expanded.heads()
+    assert expanded.heads() == heads
 
     assert expanded.dbsync("online_data_migrations") == 0
-    expanded.alembic_upgrade("contract@head")
-    assert "extra" not in expanded.columns("nodes")
+    with pytest.raises(NotWired):
+        expanded.alembic_upgrade("contract@head")
+    assert {"extra", "name"} <= expanded.columns("nodes")
+    assert expanded.heads() == heads
+
+
+def _unwire(app) -> Path:
+    env_py = app.ini.parent / "migrations" / "env.py"
+    text = env_py.read_text()
+    env_py.write_text(text.replace(",\n                      **policy.configure_options(context))", ")"))
+    assert "**policy.configure_options" not in env_py.read_text()
+    return env_py
+
+
+def test_dbsync_refuses_an_unwired_env_py_with_exit_4(expanded, capsys):
+    env_py = _unwire(expanded)
+    heads = expanded.heads()
+    for args in (("upgrade", "--contract"), ("upgrade",), ("upgrade", "--expand"), ("stamp", "heads")):
+        capsys.readouterr()
+        assert expanded.dbsync(*args) == 4, args
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and str(env_py) in err and "configure_options" in err, err
+        assert expanded.heads() == heads
+        assert {"extra", "name"} <= expanded.columns("nodes")
+
+
+def test_dbsync_refuses_an_env_py_that_runs_no_migrations(app, capsys):
+    env_py = app.ini.parent / "migrations" / "env.py"
+    env_py.write_text("from alembic import context  # configures nothing, runs nothing\n")
+    capsys.readouterr()
+    assert app.dbsync("upgrade") == 4
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(env_py) in err and "run_migrations" in err
+    assert app.heads() == ["r1_inventory"]
+
+
+def test_check_and_status_name_a_mis_parented_contract_revision(expanded, capsys):
+    """A contract file parented on the expand head sits on the expand branch: refused, and said."""
+    path = expanded.ini.parent / CONTRACT_SCRIPT
+    text = path.read_text().replace('down_revision = "contract_root"', 'down_revision = "r2_meta_display_name_version"')
+    path.write_text(text.replace('depends_on = "r2_meta_display_name_version"', "depends_on = None"))
+    assert expanded.dbsync("online_data_migrations") == 0  # data complete: the phase conflict alone refuses
+    capsys.readouterr()
+    assert expanded.dbsync("check") == 2
+    captured = capsys.readouterr()
+    out = captured.out + captured.err
+    assert "cannot be applied as it stands" in out and str(path) in out and "expand branch" in out, out
+    assert expanded.dbsync("upgrade", "--expand") == 4
+    assert {"extra", "name"} <= expanded.columns("nodes")
+    assert expanded.dbsync("status") == 0
+    assert "cannot be applied as they stand" in capsys.readouterr().out

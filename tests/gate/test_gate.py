@@ -103,7 +103,7 @@ def test_force_is_recorded_in_the_ledger(expanded, capsys):
     assert expanded.dbsync("online_data_migrations", "--migration", "port_node_orphans") == 0
     code = expanded.dbsync("upgrade", "--contract", "--force", "--reason", "hotfix INC-42")
     assert code == 0
-    assert "contract gate FORCED by" in capsys.readouterr().err
+    assert "contract gate FORCED (upgrade) by" in capsys.readouterr().err
     assert CONTRACT_HEAD in expanded.heads()
     with expanded.engine.connect() as conn:
         rows = conn.execute(sa.text(
@@ -113,6 +113,14 @@ def test_force_is_recorded_in_the_ledger(expanded, capsys):
     assert {r.forced_reason for r in rows} == {"hotfix INC-42"}
     assert all("@" in r.forced_by for r in rows)
     assert [r.forced_remaining for r in rows] == [ROWS, ROWS]
+    with expanded.engine.connect() as conn:
+        history = conn.execute(sa.text(
+            "SELECT command, migration, remaining, reason, revisions FROM migrations_policy_gate_overrides "
+            "ORDER BY id")).all()
+    assert [(h.command, h.migration, h.remaining, h.reason) for h in history] == [
+        ("upgrade", "nodes_extra_to_meta", ROWS, "hotfix INC-42"),
+        ("upgrade", "nodes_name_to_display_name", ROWS, "hotfix INC-42")]
+    assert all(CONTRACT_HEAD in h.revisions.split(",") for h in history)
 
 
 def test_forced_contract_failing_midway_leaves_nothing_applied_on_postgresql(expanded, backend, capsys):
@@ -141,16 +149,49 @@ def test_alembic_cli_prints_failed_and_exits_nonzero(expanded, backend):
     _assert_nothing_contracted(expanded)
 
 
-def test_offline_sql_states_requirements_and_warns(expanded, capsys, backend):
+def test_offline_sql_checks_the_gate_when_it_is_run(expanded, capsys, backend):
+    """``alembic upgrade --sql`` cannot see the database: its SQL starts with statements that
+    fail, when run, while a required data migration has a pending row, and pass once none has."""
     from alembic import command as alembic_command
 
-    if backend == "sqlite":
-        pytest.skip("the example's batch drop on SQLite needs a live database to reflect (alembic)")
-
     project = expanded.project()
-    alembic_command.upgrade(project.alembic_config, f"{EXPAND_HEAD}:{CONTRACT_HEAD}", sql=True)
-    captured = capsys.readouterr()
-    assert "-- migrations_policy: contract revision r3_drop_extra_name requires data migrations " \
-           "nodes_extra_to_meta, nodes_name_to_display_name, port_node_orphans" in captured.out
-    assert "NOT CHECKED" in captured.out
-    assert "could not check the contract gate in offline (--sql) mode" in captured.err
+    try:
+        if backend == "sqlite":  # the example's batch drop needs a live database to reflect: guards alone
+            guards = _guards_for(expanded, project)
+        else:
+            alembic_command.upgrade(project.alembic_config, f"{EXPAND_HEAD}:{CONTRACT_HEAD}", sql=True)
+            captured = capsys.readouterr()
+            assert "cannot see the database in offline (--sql) mode" in captured.err
+            assert "ON_ERROR_STOP" in captured.out
+            assert captured.out.index("the next statement fails") < captured.out.index("DROP COLUMN")
+            guards = _guard_statements(captured.out)
+        assert len(guards) == 3
+        for statement in guards:
+            with pytest.raises(sa.exc.DBAPIError), expanded.engine.begin() as conn:
+                conn.exec_driver_sql(statement)
+        assert expanded.dbsync("online_data_migrations") == 0
+        for statement in guards:
+            with expanded.engine.begin() as conn:
+                conn.exec_driver_sql(statement)
+    finally:
+        project.dispose()
+
+
+def _guard_statements(sql: str) -> list[str]:
+    from migrations_policy.offline_guard import MARKER
+
+    chunks = sql.split("\n\n")
+    return [chunks[i + 1].strip() for i, chunk in enumerate(chunks)
+            if chunk.startswith(MARKER) and "the next statement fails" in chunk]
+
+
+def _guards_for(app, project) -> list[str]:
+    """The guard statements for the example contract's requirements, compiled for *app*'s dialect."""
+    from migrations_policy import offline_guard
+    from migrations_policy.data.discovery import load_registry
+
+    registry = load_registry(project.settings, project.alembic_config.get_prepend_sys_paths_list())
+    required = {name: [CONTRACT_HEAD] for name in
+                ("nodes_extra_to_meta", "nodes_name_to_display_name", "port_node_orphans")}
+    lines = offline_guard.guard_lines(app.engine.dialect, required, registry)
+    return [lines[i + 1] for i, line in enumerate(lines) if "the next statement fails" in line]

@@ -1,0 +1,182 @@
+"""``dbsync prune``: delete rows a project declares prunable, in batches (nova's ``archive_deleted_rows``).
+
+Large tables make every expand and backfill slower.  A project declares what may
+go, next to its data migrations (any module listed under ``data_migrations``)::
+
+    from migrations_policy.data import Prune
+
+    prune_deleted_nodes = Prune(
+        "deleted_nodes", table=nodes, key="id",
+        where=sa.and_(nodes.c.deleted_at.is_not(None), nodes.c.deleted_at < sa.func.now() - interval),
+        shadow="shadow_nodes",          # optional: rows are copied there first, same columns
+    )
+
+Each prune runs on the data-migration runner: batches of ``--batch-size`` rows (or a
+``--batch-seconds`` target), one transaction each (the shadow copy and the delete
+commit together, so a SIGKILL loses or doubles nothing), the ledger records progress
+(under ``prune_<name>``), and the same report, JSON and exit codes.
+
+Nothing that another table still references goes: the rows are ``where AND NOT
+EXISTS`` (a referencing row) for every foreign key pointing at the table, read from
+the database when the run starts; such rows are reported as kept.  Prunes run
+children first (a prune of ``ports`` before one of ``nodes`` when ports reference
+nodes), so a parent whose children this run deleted goes in the same run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.sql import ColumnElement, TableClause
+
+from ..errors import ConfigError
+from .declare import NAME_PATTERN, Batch, DataMigration, Registry
+
+LEDGER_PREFIX = "prune_"
+
+
+@dataclass(frozen=True, eq=False)
+class Prune:
+    """Rows of *table* that may be deleted: *where* (and not referenced by another table).
+
+    :param name: lower-case ``[a-z][a-z0-9_]*``; the ledger keeps it as ``prune_<name>``.
+    :param table: the table (``sa.table(...)`` naming the key and the columns *where* uses, or a ``Table``).
+    :param key: a single-column unique key of *table* (walked like a data migration's).
+    :param where: Core expression, true for the rows that may go.
+    :param shadow: a table with the same columns to copy the rows into first (it must exist).
+    """
+
+    name: str
+    table: TableClause
+    key: str
+    where: ColumnElement[bool]
+    shadow: str | None = None
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        what = f"prune {self.name!r}"
+        if not isinstance(self.name, str) or not NAME_PATTERN.match(LEDGER_PREFIX + self.name):
+            raise ConfigError(f"{what}: name must match {NAME_PATTERN.pattern} (after the 'prune_' prefix)")
+        if not isinstance(self.table, TableClause) or self.key not in self.table.c:
+            raise ConfigError(f"{what}: table must be sa.table(...) or a Table with the key column {self.key!r}")
+        if not isinstance(self.where, sa.ColumnElement):
+            raise ConfigError(f"{what}: where must be a SQLAlchemy Core expression")
+
+    @property
+    def ledger_name(self) -> str:
+        return LEDGER_PREFIX + self.name
+
+
+def prunes_in(modules: Iterable[Any]) -> list[Prune]:
+    """The ``Prune`` objects the given modules define, in their order."""
+    return [value for module in modules for value in vars(module).values() if isinstance(value, Prune)]
+
+
+def _references(inspector: Any, table: str) -> list[tuple[str, list[str], list[str]]]:
+    """(referencing table, its columns, referred columns) of every foreign key pointing at *table*."""
+    found = []
+    for other in inspector.get_table_names():
+        for fk in inspector.get_foreign_keys(other):
+            if fk.get("referred_table") == table and fk.get("constrained_columns"):
+                found.append((other, fk["constrained_columns"], fk["referred_columns"]))
+    return found
+
+
+def _not_referenced(prune: Prune, references: list) -> ColumnElement[bool]:
+    conditions = []
+    for number, (other, columns, referred) in enumerate(references):
+        missing = [r for r in referred if r not in prune.table.c]
+        if missing:
+            raise ConfigError(f"prune {prune.name!r}: {other} references {prune.table.name}."
+                              f"{', '.join(missing)}: name that column in the prune's table")
+        child = sa.table(other, *(sa.column(c) for c in columns)).alias(f"referencing_{number}")
+        match = sa.and_(*(child.c[c] == prune.table.c[r] for c, r in zip(columns, referred)))
+        conditions.append(~sa.exists().where(match))
+    return sa.and_(sa.true(), *conditions)
+
+
+def as_migration(prune: Prune, connection: Connection) -> tuple[DataMigration, ColumnElement[bool]]:
+    """The runner's view of *prune*, and the condition of the rows kept because they are referenced."""
+    inspector = sa.inspect(connection)
+    if not inspector.has_table(prune.table.name):
+        raise ConfigError(f"prune {prune.name!r}: table {prune.table.name!r} does not exist")
+    columns = [c["name"] for c in inspector.get_columns(prune.table.name)]
+    if prune.shadow is not None:
+        if not inspector.has_table(prune.shadow):
+            raise ConfigError(f"prune {prune.name!r}: shadow table {prune.shadow!r} does not exist (create it "
+                              "in a revision, with the columns of " f"{prune.table.name!r})")
+        missing = set(columns) - {c["name"] for c in inspector.get_columns(prune.shadow)}
+        if missing:
+            raise ConfigError(f"prune {prune.name!r}: shadow table {prune.shadow!r} lacks column(s) "
+                              f"{', '.join(sorted(missing))}")
+    free = _not_referenced(prune, _references(inspector, prune.table.name))
+    source = sa.table(prune.table.name, *(sa.column(c) for c in columns))
+    shadow = sa.table(prune.shadow, *(sa.column(c) for c in columns)) if prune.shadow else None
+
+    def delete_batch(conn: Connection, batch: Batch) -> int:
+        if shadow is not None:
+            keys = sa.select(prune.table.c[prune.key]).where(batch.where)
+            chosen = sa.select(*(source.c[c] for c in columns)).where(source.c[prune.key].in_(keys))
+            conn.execute(sa.insert(shadow).from_select(columns, chosen))
+        return conn.execute(sa.delete(prune.table).where(batch.where)).rowcount
+
+    migration = DataMigration(prune.ledger_name, table=prune.table, key=prune.key,
+                              pending=sa.and_(prune.where, free), migrate=delete_batch,
+                              description=prune.description or f"delete prunable rows of {prune.table.name}")
+    return migration, sa.and_(prune.where, sa.not_(free))
+
+
+def children_first(prunes: list[Prune], connection: Connection) -> list[list[Prune]]:
+    """*prunes* in levels: a prune of a referencing table comes in a level before its parent's."""
+    inspector = sa.inspect(connection)
+    pruned = {p.table.name for p in prunes}
+    children = {name: {other for other, _, _ in _references(inspector, name) if other in pruned and other != name}
+                for name in pruned}
+    levels, done = [], set()
+    while len(done) < len(pruned):
+        ready = sorted(name for name in pruned - done if children[name] <= done)
+        if not ready:  # a cycle of references: the rest together, the NOT EXISTS guard keeps it safe
+            ready = sorted(pruned - done)
+        levels.append([p for p in prunes if p.table.name in ready])
+        done.update(ready)
+    return levels
+
+
+def count_kept(connection: Connection, prune: Prune, kept: ColumnElement[bool]) -> int:
+    """Rows *prune* would delete but another table still references."""
+    query = sa.select(sa.func.count()).select_from(prune.table).where(kept)
+    return int(connection.execute(query).scalar_one())
+
+
+def run_prunes(engine: Engine, prunes: list[Prune], options: Any, progress: Any = None) -> tuple[Any, dict]:
+    """Run *prunes* children first on the data-migration runner: (the combined RunReport, {name: kept rows})."""
+    from .report import RunReport
+    from .runner import run
+
+    combined = RunReport(max_count=options.max_count)
+    kept: dict[str, int] = {}
+    with engine.connect() as conn:
+        levels = children_first(prunes, conn)
+    remaining_budget = options.max_count
+    for level in levels:
+        with engine.connect() as conn:
+            converted = [(p, *as_migration(p, conn)) for p in level]
+        registry = Registry(m for _, m, _ in converted)
+        level_options = dataclasses.replace(options, max_count=remaining_budget,
+                                            names=[m.name for _, m, _ in converted])
+        report = run(engine, registry, level_options, progress=progress)
+        combined.migrations.extend(report.migrations)
+        combined.max_count_reached = combined.max_count_reached or report.max_count_reached
+        combined.seconds += report.seconds
+        with engine.connect() as conn:
+            for prune, _, kept_where in converted:
+                kept[prune.name] = count_kept(conn, prune, kept_where)
+        if remaining_budget is not None:
+            remaining_budget -= report.migrated
+            if remaining_budget <= 0:
+                break
+    return combined, kept

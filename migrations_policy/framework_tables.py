@@ -1,0 +1,57 @@
+"""The framework's own tables, all named ``migrations_policy_*`` (hidden from autogenerate).
+
+* ``migrations_policy_data_migrations``: the data-migration ledger (its columns: ``data/ledger.py``);
+* ``migrations_policy_revisions``: the phase of each applied revision (``compat.py`` reads it);
+* ``migrations_policy_gate_overrides``: every ``--force`` past the contract gate, one row per
+  forced migration (or per forced run when only an expand revision was missing), never overwritten;
+* ``migrations_policy_revision_history``: every revision applied, reverted or stamped, in order
+  (``dbsync rollback`` finds the expand revisions applied since the last contract in it).
+
+The last three are created on demand by the env.py hook (``runtime.py``), so a project
+adopting migrations_policy needs no revision for them.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+TABLE_PREFIX = "migrations_policy_"
+
+
+def is_framework_table(name: str | None) -> bool:
+    return bool(name) and name.startswith(TABLE_PREFIX)
+
+
+metadata = sa.MetaData()
+
+REVISIONS_TABLE = f"{TABLE_PREFIX}revisions"
+revisions_table = sa.Table(
+    REVISIONS_TABLE, metadata,
+    sa.Column("revision", sa.String(255), primary_key=True),
+    sa.Column("phase", sa.String(16), nullable=True),
+)
+
+GATE_OVERRIDES_TABLE = f"{TABLE_PREFIX}gate_overrides"
+gate_overrides_table = sa.Table(
+    GATE_OVERRIDES_TABLE, metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("forced_at", sa.DateTime, nullable=False),
+    sa.Column("forced_by", sa.String(255), nullable=False),
+    sa.Column("reason", sa.Text, nullable=True),
+    sa.Column("command", sa.String(16), nullable=False),  # "upgrade" or "stamp"
+    sa.Column("revisions", sa.Text, nullable=False),  # the gated revisions the run applied, comma-separated
+    sa.Column("migration", sa.String(128), nullable=True),  # None: no migration pending, an expand was missing
+    sa.Column("remaining", sa.BigInteger, nullable=True),
+)
+
+REVISION_HISTORY_TABLE = f"{TABLE_PREFIX}revision_history"
+revision_history_table = sa.Table(
+    REVISION_HISTORY_TABLE, metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("revision", sa.String(255), nullable=False),
+    sa.Column("phase", sa.String(16), nullable=True),
+    sa.Column("action", sa.String(16), nullable=False),  # "upgrade", "downgrade" or "stamp"
+    sa.Column("at", sa.DateTime, nullable=False),
+    sa.Column("run", sa.String(32), nullable=False),  # one alembic run (one env.py invocation)
+    sa.Column("from_base", sa.Boolean, nullable=False),  # that run started on an empty version table
+)
