@@ -161,7 +161,7 @@ def run(
         key = cache.key(digest, file_phase, options_key) if digest is not None else None
         planned.append((path, file_phase, key, cache.get(key) if key else None))
     missing = [(path, file_phase) for path, file_phase, _, hits in planned if hits is None]
-    report = LintReport(files=len(files))
+    report = LintReport(files=len(files), paths=[str(path) for path in files])
     if missing:
         from .parallel import analyse_all
 

@@ -27,6 +27,7 @@ class LintResult(Result):
     """Findings of ``lint``; renders as text, json, github, sarif or junit."""
 
     report: Any = None
+    show_statistics: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return self.report.to_dict()
@@ -35,8 +36,10 @@ class LintResult(Result):
         return self.render("text")
 
     def render(self, fmt: str) -> str:
-        from .reporters import render
+        from .reporters import render, statistics
 
+        if self.show_statistics:
+            return statistics(self.report)
         return render(self.report, fmt)
 
 
@@ -48,7 +51,8 @@ class InternalError(PolicyError):
 
 def lint(paths: list[str], *, phase: str | None = None, dialects: list[str] | None = None,
          config_file: str | None = None, url: str | None = None, project: Project | None = None,
-         debug: bool = False) -> LintResult:
+         debug: bool = False, select: list[str] | None = None, ignore: list[str] | None = None,
+         exit_zero: bool = False, statistics: bool = False) -> LintResult:
     """Lint migration scripts (files or version directories); no database needed.
 
     Settings come from pyproject.toml / setup.cfg in the current directory (or the
@@ -84,4 +88,13 @@ def lint(paths: list[str], *, phase: str | None = None, dialects: list[str] | No
         print(f"lint: internal error while analysing {path}: {message}", file=sys.stderr)
         if debug:
             print(trace, file=sys.stderr)
-    return LintResult(exit_code=report.exit_code, report=report)
+    report.select(_codes(select), _codes(ignore))
+    exit_code = report.exit_code
+    if exit_zero and exit_code != INTERNAL_ERROR:
+        exit_code = 0
+    return LintResult(exit_code=exit_code, report=report, show_statistics=statistics)
+
+
+def _codes(values: list[str] | None) -> list[str]:
+    """``--select MP101,MP1 --select MP2`` -> ["MP101", "MP1", "MP2"] (upper-cased, empty parts dropped)."""
+    return [code.strip().upper() for value in values or () for code in value.split(",") if code.strip()]

@@ -66,7 +66,8 @@ def test_json_shape(run_lint, two_files):
     run = run_lint("--format", "json", "--phase", "expand", "--dialect", "mysql", *two_files)
     assert set(run.json) == {"findings", "files"} and run.json["files"] == 2
     (finding,) = run.json["findings"]
-    assert set(finding) == {"path", "line", "code", "severity", "message", "phase", "dialect"}
+    assert set(finding) == {"path", "line", "code", "severity", "message", "phase", "dialect", "url"}
+    assert finding["url"].endswith("/docs/rules/MP101.rst")
     assert (finding["code"], finding["severity"], finding["line"], finding["dialect"]) == ("MP101", "error", 11, "mysql")
 
 
@@ -81,7 +82,8 @@ def test_json_renders_any_text_one_finding_per_line():
         assert json.loads(text) == {"findings": [f.to_dict() for f in report.findings], "files": report.files}
     assert len(render(LintReport(findings=findings, files=3), "json").splitlines()) == 5 + len(findings)
     assert findings[0].to_dict() == {"path": f"/p/{tricky}.py", "line": 1, "code": "MP101", "severity": "error",
-                                     "message": tricky, "phase": "expand", "dialect": "mysql,sqlite"}
+                                     "message": tricky, "phase": "expand", "dialect": "mysql,sqlite",
+                                     "url": "https://github.com/migrations-policy/migrations-policy/blob/main/docs/rules/MP101.rst"}
 
 
 def test_github_format(run_lint, two_files):
@@ -113,7 +115,7 @@ def test_junit_format(run_lint, two_files):
 
 def test_text_format(run_lint, two_files):
     run = run_lint("--phase", "expand", "--dialect", "sqlite", *two_files)
-    assert f"{two_files[0]}:11: MP101 [error]" in run.out
+    assert f"{two_files[0]}:11:1: MP101 [error]" in run.out and "MP101: https://" in run.out
     assert run.out.strip().endswith("2 file(s) checked: 1 error(s), 0 warning(s)")
 
 
