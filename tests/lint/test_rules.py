@@ -231,8 +231,8 @@ def change_enum(table, column, values):
         op.alter_column(table, column, type_=sa.Enum(*values), existing_type=sa.Enum("a"))
 
 '''
-    assert lint_body('change_enum("t", "c", ["a", "b"])', MY, "expand", extra).codes == {"MP103"}
-    assert lint_body('change_enum("t", "c", ["a", "b"])', PG, "expand", extra).code == 0
+    assert lint_body('change_enum("t", "c", ["b", "c"])', MY, "expand", extra).codes == {"MP103"}
+    assert lint_body('change_enum("t", "c", ["b", "c"])', PG, "expand", extra).code == 0
 
 
 def test_downgrade_is_not_linted(lint_body):
@@ -272,3 +272,18 @@ def test_enum_value_addition_is_not_a_type_change(lint_body):
     for dialect in ("postgresql", "mysql", "sqlite"):
         run = lint_body('op.execute("ALTER TYPE mood ADD VALUE \'ecstatic\'")', dialect)
         assert "MP103" not in run.codes and run.code == 0, (dialect, run.out)
+
+
+@pytest.mark.parametrize("old, new, type_change", [
+    (("a", "b"), ("a", "b", "c"), False),
+    (("a",), ("a", "b", "c", "d"), False),
+    (("a", "b"), ("b", "a", "c"), True),   # reordered: MySQL rewrites
+    (("a", "b", "c"), ("a", "b"), True),   # a member removed
+    (("a", "b"), ("a", "c"), True),
+])
+@pytest.mark.parametrize("dialect", ["postgresql", "mysql"])
+def test_appending_enum_members_is_not_a_type_change(lint_body, old, new, type_change, dialect):
+    body = (f"op.alter_column('users', 'mood', existing_type=sa.Enum(*{old!r}, name='mood'), "
+            f"type_=sa.Enum(*{new!r}, name='mood'))")
+    run = lint_body(body, dialect)
+    assert ("MP103" in run.codes) == type_change, run.out
