@@ -7,7 +7,9 @@ assignments bind names when their value can be computed; ``with`` blocks are ent
 (``batch_alter_table``, ``autocommit_block``); ``if`` tests are evaluated when possible
 (``op.get_context().dialect.name == "postgresql"``), otherwise both branches are
 scanned; ``for`` loops over computable sequences bind each item, otherwise the body is
-scanned once; calls to functions defined in the script are followed.  An ``op.*``
+scanned once; calls to functions defined in the script, or in the project's own modules
+it imports (not installed packages), are followed (a helper module's ops are reported at
+the line of the script that calls it).  An ``op.*``
 call whose arguments cannot be computed is recorded from its literal arguments (its
 kind, table and column), and SQL built with f-strings is classified with placeholders.
 """
@@ -15,11 +17,14 @@ kind, table and column), and SQL built with f-strings is classified with placeho
 from __future__ import annotations
 
 import ast
+import inspect
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..policy import model as m
 from ..policy.sql import from_sql
+from .loader import is_local_file
 from .recorder import Recording, recording
 
 MAX_DEPTH = 8
@@ -231,9 +236,13 @@ class _Scanner:
         if isinstance(func, ast.Name) and func.id in self.functions and func.id not in env:
             self.helper(self.functions[func.id], node, env, depth)
             return _UNKNOWN
+        imported = self.imported_helper(func, env, node.lineno) if depth < MAX_DEPTH else None
+        if imported is not None:  # a helper of the project's own modules: followed like the script's own
+            self.helper(imported[0], node, env, depth, namespace=imported[1])
+            return _UNKNOWN
         value = self.eval(node, env)
         if value is _UNKNOWN and isinstance(func, ast.Attribute):
-            if not self.from_literals(node, func):
+            if not self.from_literals(node, func, env):
                 self.dml(node, func)
         return value
 
@@ -246,7 +255,9 @@ class _Scanner:
             self.rec.add([m.Operation(kind=kind, source="source")], line=node.lineno)
             self.unevaluated.append(node.lineno)
 
-    def helper(self, fn: ast.FunctionDef, node: ast.Call, env: dict[str, Any], depth: int) -> None:
+    def helper(self, fn: ast.FunctionDef, node: ast.Call, env: dict[str, Any], depth: int,
+               namespace: dict[str, Any] | None = None) -> None:
+        """Scan *fn* called by *node*; *namespace*: the globals of a helper module's function."""
         local: dict[str, Any] = {}
         params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
         for name, arg in zip(params, node.args):
@@ -254,12 +265,37 @@ class _Scanner:
         for kw in node.keywords:
             if kw.arg:
                 local[kw.arg] = self.eval(kw.value, env)
-        defaults = fn.args.defaults
-        for name, default in zip(params[len(params) - len(defaults):], defaults):
-            local.setdefault(name, self.eval(default, {}))
-        self.run(fn, {k: v for k, v in local.items()}, depth + 1)
+        saved, self.globals = self.globals, self.globals if namespace is None else namespace
+        try:
+            defaults = fn.args.defaults
+            for name, default in zip(params[len(params) - len(defaults):], defaults):
+                local.setdefault(name, self.eval(default, {}))
+            self.run(fn, local, depth + 1)
+        finally:
+            self.globals = saved
 
-    def from_literals(self, node: ast.Call, func: ast.Attribute) -> bool:
+    def imported_helper(self, func: ast.AST, env: dict[str, Any], line: int):
+        """``(FunctionDef, globals)`` of a function of the project's own modules that *func* names, every line
+        of it set to *line* (its ops are reported where the script calls it); None otherwise."""
+        if not isinstance(func, (ast.Name, ast.Attribute)):
+            return None
+        target = self.eval(func, env)
+        code = getattr(target, "__code__", None)
+        if not (inspect.isfunction(target) and is_local_file(code.co_filename)) or code.co_filename == self.filename:
+            return None
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(target)))
+        except (OSError, TypeError, SyntaxError, ValueError):
+            return None
+        fn = tree.body[0] if tree.body and isinstance(tree.body[0], ast.FunctionDef) else None
+        if fn is None:
+            return None
+        for sub in ast.walk(fn):
+            if hasattr(sub, "lineno"):
+                sub.lineno = sub.end_lineno = line
+        return fn, target.__globals__
+
+    def from_literals(self, node: ast.Call, func: ast.Attribute, env: dict[str, Any] | None = None) -> bool:
         """Record an op call whose arguments cannot be computed, from its literal arguments (positional or
         keyword); whether it was one."""
         base = func.value.id if isinstance(func.value, ast.Name) else None
@@ -282,7 +318,7 @@ class _Scanner:
             index = -1
         else:
             table_arg = args[index] if len(args) > index else _keyword(kws, _TABLE_KEYWORDS)
-            table = _const(table_arg) if not isinstance(table_arg, ast.Call) else None
+            table = _const(table_arg) if not isinstance(table_arg, ast.Name) else (env or {}).get(table_arg.id)
         column = None
         if kind in (m.ADD_COLUMN, m.DROP_COLUMN, m.ALTER_TYPE):
             column_arg = args[index + 1] if len(args) > index + 1 else _keyword(kws, _COLUMN_KEYWORDS)

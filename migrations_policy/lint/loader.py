@@ -13,6 +13,7 @@ script that runs too long.)  Every failure is a ``LoadError`` with one line of t
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 import sys
@@ -73,6 +74,24 @@ def compile_script(source: str, path: Path) -> types.CodeType:
         raise LoadError(f"syntax error: {exc.msg}", exc.lineno or 1) from None
     except (ValueError, RecursionError, MemoryError, OverflowError) as exc:
         raise LoadError(f"cannot compile: {one_line(exc)}") from None
+
+
+@functools.lru_cache(maxsize=1)
+def _installed_prefixes() -> tuple[str, ...]:
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    installed = {os.path.realpath(paths[name]) + os.sep for name in ("stdlib", "platstdlib", "purelib", "platlib")}
+    installed.add(os.path.realpath(os.path.dirname(os.path.dirname(__file__))) + os.sep)  # migrations_policy
+    return tuple(installed)
+
+
+def is_local_file(filename: str) -> bool:
+    """Whether *filename* is a project's own source: not the standard library, not an installed package,
+    not migrations_policy (a script's helper modules, which its cache entry and source scan follow)."""
+    if not filename.endswith(".py") or not os.path.isfile(filename):
+        return False
+    return not os.path.realpath(filename).startswith(_installed_prefixes())
 
 
 def line_in(exc: BaseException, filename: str) -> int:

@@ -168,21 +168,16 @@ def _die_with_worker(worker: int) -> None:
 def _local_modules(before: set[str], script: str) -> list[tuple[str, str]]:
     """(path, sha256) of the modules the script imported that are not installed ones: the project's own helpers."""
     import hashlib
-    import sysconfig
 
-    installed = tuple({os.path.realpath(sysconfig.get_paths()[name]) + os.sep for name in ("stdlib", "platstdlib",
-                                                                                         "purelib", "platlib")})
-    own = os.path.realpath(os.path.dirname(os.path.dirname(__file__))) + os.sep
+    from .loader import is_local_file
+
     found = []
     for name in sorted(set(sys.modules) - before):
         file = getattr(sys.modules.get(name), "__file__", None)
-        if not isinstance(file, str) or not file.endswith(".py"):
-            continue
-        real = os.path.realpath(file)
-        if real.startswith(installed) or real.startswith(own) or real == os.path.realpath(script):
+        if not isinstance(file, str) or not is_local_file(file) or os.path.realpath(file) == os.path.realpath(script):
             continue
         try:
-            with open(real, "rb") as fh:
+            with open(file, "rb") as fh:
                 found.append((os.path.abspath(file), hashlib.sha256(fh.read()).hexdigest()))
         except OSError:
             continue

@@ -151,3 +151,33 @@ def test_unknown_arguments_from_inspection_keep_the_literal_names(lint_body, met
     finding = run.findings(code)[0]
     if method != "drop_table":
         assert "users" in finding["message"], finding
+
+
+HELPER_MODULE = '''
+from alembic import op
+
+
+def drop_foreign_keys(table, names):
+    for name in names:
+        op.drop_constraint(name, table, type_="foreignkey")
+
+
+def rename(table, old, new):
+    op.alter_column(table, old, new_column_name=new)
+'''
+
+
+def test_source_fallback_follows_helpers_of_the_project_s_modules(tmp_path, lint_body):
+    """neutron-style: the script cannot run offline and calls helpers of an imported project module."""
+    (tmp_path / "projhelpers.py").write_text(HELPER_MODULE)
+    body = '''
+fks = [fk["name"] for fk in sa.inspect(op.get_bind()).get_foreign_keys("ports")]
+rows = op.get_bind().execute(sa.text("SELECT 1")).fetchall()
+projhelpers.drop_foreign_keys("ports", fks)
+projhelpers.rename("ports", rows[0][0], "device")
+'''
+    run = lint_body(body, "postgresql", "expand", "import projhelpers\n")
+    _no_placeholder(run)
+    found = {(f["code"], f["line"]) for f in run.json["findings"]}
+    assert {("MP101", 14), ("MP102", 15)} <= found, run.out  # at the lines calling the helpers
+    assert any("ports" in f["message"] for f in run.findings("MP101"))
