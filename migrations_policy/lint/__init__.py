@@ -172,14 +172,12 @@ def run(
     overrides = settings.severity
     append = report.findings.append
     disagreements = _phase_disagreements(files, resolver)
-    internal = {path for path, _, _ in report.internal}
     for path, file_phase, key, hits in planned:
         if hits is None:
             index, hits = next(analysed)
-            if str(path) in internal:
-                message = next(m for p, m, _ in report.internal if p == str(path))
-                hits = [[1, "MP000", f"internal error of the linter while analysing this script: {message} "
-                         "(please report it; --debug prints the traceback)", "", "error"]]
+            if index in analysis.internal:
+                hits = [[1, "MP000", f"internal error of the linter while analysing this script: "
+                         f"{analysis.internal[index][0]} (please report it; --debug prints the traceback)", "", "error"]]
             elif key and not any(hit[1] == "MP000" for hit in hits):
                 cache.put(key, hits, analysis.modules.get(index, ()))
         name = str(path)
