@@ -12,10 +12,9 @@ the operator commands in its own CLI with a few lines::
 or, inside an existing argparse tree::
 
     from migrations_policy import cli
-    sub = parser.add_subparsers(dest="command")
+    sub = parser.add_subparsers(dest="command", parser_class=cli.ArgumentParser)
     cli.add_dbsync_commands(sub)          # adds upgrade, status, check, ...
-    args = parser.parse_args()
-    sys.exit(cli.run_parsed(args))
+    sys.exit(cli.run(parser))             # hints name parser.prog, errors are one line
 
 Every user error is one line on stderr (``PROG: error: ...``) and a documented
 exit code; a traceback means a bug in migrations_policy.
@@ -25,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import configparser
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -115,7 +115,30 @@ def _force_reason(args: argparse.Namespace, command: str) -> str | None:
 
 def _run_upgrade(args: argparse.Namespace) -> commands.Result:
     phases = (EXPAND,) if args.expand else (CONTRACT,) if args.contract else (EXPAND, CONTRACT)
-    return commands.upgrade(_project(args), phases=phases, force=_force_reason(args, "upgrade"))
+    with _progress(args, "upgrade"):
+        return commands.upgrade(_project(args), phases=phases, force=_force_reason(args, "upgrade"))
+
+
+def _progress(args: argparse.Namespace, label: str):
+    """Progress of a long command on stderr, as --progress and --progress-interval say."""
+    from .progress import reporting
+
+    return reporting(getattr(args, "progress", "auto"), sys.stderr, getattr(args, "progress_interval", 5.0), label)
+
+
+def _with_progress(args: argparse.Namespace, label: str, run: Callable[[argparse.Namespace], commands.Result]):
+    with _progress(args, label):
+        return run(args)
+
+
+def _add_progress_options(parser: argparse.ArgumentParser, default: object = None) -> None:
+    parser.add_argument("--progress", choices=("auto", "line", "live", "none"),
+                        default="auto" if default is None else default,
+                        help="progress on stderr: a live line (terminal), a line every few seconds (logs), or "
+                             "none (default: auto, live on a terminal)")
+    parser.add_argument("--progress-interval", type=_number(float), metavar="SECONDS",
+                        default=5.0 if default is None else default,
+                        help="seconds between two progress lines in line mode (default: 5)")
 
 
 def _revision_id(text: str) -> str:
@@ -238,9 +261,9 @@ def _configure_online_data_migrations(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_online_data_migrations(args: argparse.Namespace) -> commands.Result:
-    from .data.report import TerminalProgress
+    from .data.report import choose_progress
 
-    progress = TerminalProgress(sys.stderr) if sys.stderr.isatty() else None
+    progress = choose_progress(getattr(args, "progress", "auto"), sys.stderr, getattr(args, "progress_interval", 5.0))
     return commands.online_data_migrations(
         _project(args), batch_size=args.batch_size, batch_seconds=args.batch_seconds, max_count=args.max_count, sleep=args.sleep,
         workers=args.workers, migrations=args.migration, options=args.option, progress=progress,
@@ -267,9 +290,10 @@ DBSYNC_COMMANDS.append(CommandSpec(
 
 
 def _run_prune(args: argparse.Namespace) -> commands.Result:
-    from .data.report import TerminalProgress
+    from .data.report import choose_progress
 
-    progress = TerminalProgress(sys.stderr) if sys.stderr.isatty() else None
+    progress = choose_progress(getattr(args, "progress", "auto"), sys.stderr, getattr(args, "progress_interval", 5.0),
+                               label="prune")
     return commands.prune(
         _project(args), batch_size=args.batch_size, batch_seconds=args.batch_seconds, max_count=args.max_count,
         sleep=args.sleep, workers=args.workers, migrations=args.migration, options=args.option, progress=progress,
@@ -307,6 +331,10 @@ def _configure_init(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-t", "--template", default="expand_contract", help="template (default: expand_contract)")
     parser.add_argument("--adopt", action="store_true",
                         help="convert the existing single-branch history of -c FILE: both branches start at its head")
+    parser.add_argument("--url", help="database URL to write as sqlalchemy.url of the new ini file")
+    parser.add_argument("--metadata", metavar="MODULE:ATTRIBUTE",
+                        help="your models' MetaData for autogenerate, written as env.py's target_metadata "
+                             "(e.g. myapp.models:Base.metadata)")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
 
 
@@ -319,7 +347,8 @@ def _run_init(args: argparse.Namespace) -> commands.Result:
         return authoring.adopt(args.config, template=args.template)
     if not args.directory:
         raise UsageError("init: DIR is required (or --adopt)")
-    return authoring.init(args.directory, template=args.template, config_file=args.config)
+    return authoring.init(args.directory, template=args.template, config_file=args.config, url=args.url,
+                          metadata=args.metadata)
 
 
 def _configure_check_models(parser: argparse.ArgumentParser) -> None:
@@ -425,6 +454,33 @@ DBSYNC_COMMANDS.append(CommandSpec(
 ))
 
 
+def _configure_notes(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("start", metavar="FROM", help="the revision the previous release ended at (or base)")
+    parser.add_argument("end", metavar="TO", help="the revision this release ends at (or heads)")
+    parser.add_argument("-c", "--config", default=DEFAULT_ALEMBIC_INI, metavar="FILE",
+                        help="the alembic ini file (default: %(default)s)")
+    parser.add_argument("--format", choices=("markdown", "yaml", "json"), default="markdown",
+                        help="a Markdown release-note section, reno's YAML, or JSON (default: markdown)")
+
+
+def _run_notes(args: argparse.Namespace) -> commands.Result:
+    from .notes import notes
+    from .project import Project
+
+    return notes(Project(args.config), args.start, args.end)
+
+
+DEVELOPER_COMMANDS.append(CommandSpec(
+    "notes",
+    "release notes from the findings acknowledged (ignored with a reason) between two revisions",
+    _configure_notes,
+    _run_notes,
+    description="For each revision after FROM up to TO, every '# migrations-policy: ignore[CODE] reason' is "
+                "matched with the findings it silences (rule, message naming the table and the lock, "
+                "dialects) and exported with its reason, as a Markdown section or reno YAML.",
+))
+
+
 # -- proving: rehearse, trace (migrations_policy.rehearsal, migrations_policy.trace) --------------
 def _configure_rehearse(parser: argparse.ArgumentParser) -> None:
     positive_int, positive_float = _number(int), _number(float)
@@ -456,6 +512,7 @@ def _configure_rehearse(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-retry", action="store_true",
                         help="report deadlocks and lock waits as errors instead of retrying them like an application")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+    _add_progress_options(parser)
 
 
 def _configure_trace(parser: argparse.ArgumentParser) -> None:
@@ -474,7 +531,7 @@ DEVELOPER_COMMANDS.extend([
         "rehearse",
         "rehearse a rolling upgrade: release-N code runs while expand, data migrations and contract run",
         _configure_rehearse,
-        lambda args: rehearsal_command.run(args),
+        lambda args: _with_progress(args, "rehearse", rehearsal_command.run),
         description="On an empty scratch database of 127.0.0.1 (or a SQLite file): build the release-N schema "
                     "(--from-revision), run release-N code (the mapped classes of --old-models, several threads: "
                     "inserts, updates, reads, each checked) while the expand revisions and the online data "
@@ -504,36 +561,46 @@ DEVELOPER_COMMANDS.extend([
 
 
 # -- parser construction -----------------------------------------------------
-def _add_global_options(parser: argparse.ArgumentParser, default_config: str) -> None:
+def _add_global_options(parser: argparse.ArgumentParser, default_config: str, default: object = None) -> None:
+    """-c/--url/--format; *default* ``argparse.SUPPRESS`` repeats them after a subcommand's name
+    without overriding what was given before it."""
+    def chosen(value):
+        return value if default is None else default
+
     parser.add_argument(
-        "-c", "--config", default=default_config, metavar="FILE",
+        "-c", "--config", default=chosen(default_config), metavar="FILE",
         help=f"alembic ini file of the project (default: {default_config})",
     )
-    parser.add_argument("--url", help="database URL, overrides sqlalchemy.url of the ini file")
+    parser.add_argument("--url", default=chosen(None), help="database URL, overrides sqlalchemy.url of the ini file")
     parser.add_argument(
-        "--format", choices=("text", "json"), default="text", help="output format (default: text)"
+        "--format", choices=("text", "json"), default=chosen("text"), help="output format (default: text)"
     )
+    _add_progress_options(parser, default)
 
 
-def add_commands(subparsers, specs: Sequence[CommandSpec]) -> None:
-    """Add *specs* as subcommands of an argparse ``subparsers`` object."""
+def add_commands(subparsers, specs: Sequence[CommandSpec], global_options: str | None = None,
+                 repeated: bool = True) -> None:
+    """Add *specs* as subcommands of an argparse ``subparsers`` object.
+
+    With *global_options* (the default config file), each subcommand also accepts ``-c/--url/--format``
+    after its name; *repeated*: the main parser has them too (``dbsync --format json status`` and
+    ``dbsync status --format json``; given after the name, they win).
+    """
     for spec in specs:
         parser = subparsers.add_parser(
             spec.name, help=spec.help, description=spec.description or spec.help
         )
         if isinstance(parser, _ArgumentParser):
             parser.usage_exit_code = spec.usage_exit_code
+        if global_options is not None:
+            _add_global_options(parser, global_options, default=argparse.SUPPRESS if repeated else None)
         spec.configure(parser)
         parser.set_defaults(_mp_command=spec)
 
 
 def add_dbsync_commands(subparsers, default_config: str = DEFAULT_ALEMBIC_INI) -> None:
     """Mount the dbsync subcommands (and their -c/--url/--format options) in another CLI."""
-    for spec in DBSYNC_COMMANDS:
-        parser = subparsers.add_parser(spec.name, help=spec.help, description=spec.description or spec.help)
-        _add_global_options(parser, default_config)
-        spec.configure(parser)
-        parser.set_defaults(_mp_command=spec)
+    add_commands(subparsers, DBSYNC_COMMANDS, global_options=default_config, repeated=False)
 
 
 def build_dbsync_parser(prog: str = "dbsync", default_config: str = DEFAULT_ALEMBIC_INI) -> argparse.ArgumentParser:
@@ -544,7 +611,7 @@ def build_dbsync_parser(prog: str = "dbsync", default_config: str = DEFAULT_ALEM
     _add_global_options(parser, default_config)
     parser.add_argument("--version", action="version", version=f"%(prog)s (migrations_policy {__version__})")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_ArgumentParser)
-    add_commands(sub, DBSYNC_COMMANDS)
+    add_commands(sub, DBSYNC_COMMANDS, global_options=default_config)
     return parser
 
 
@@ -560,10 +627,35 @@ def build_developer_parser(prog: str = "migrations-policy") -> argparse.Argument
 
 
 # -- running -----------------------------------------------------------------
-def _print_result(result: commands.Result, fmt: str) -> None:
+#: A command line a message suggests: "dbsync -c FILE online_data_migrations", "dbsync upgrade --contract".
+_SUGGESTED_COMMAND = re.compile(r"(?<![\w.-])dbsync(?= (?:-c |--config |upgrade|online_data_migrations|status|"
+                                r"check|stamp|version|revision|lint)\b)")
+
+
+def _for_reader(text: str, prog: str) -> str:
+    """What a person reads: passwords masked, and the commands it suggests named as this program
+    (``myproject-dbsync upgrade --contract`` when embedded), wherever the text was written."""
+    text = mask_text(text)
+    return text if prog in ("dbsync", "migrations-policy") else _SUGGESTED_COMMAND.sub(prog, text)
+
+
+def _print_result(result: commands.Result, fmt: str, prog: str = "dbsync") -> None:
     output = result.render(fmt)
     if output:
-        print(output)
+        print(_for_reader(output, prog))
+        sys.stdout.flush()
+
+
+def _stdout_closed() -> None:
+    """The reader of stdout went away (``dbsync status | head``): nothing left to say, no traceback.
+    stdout is pointed at /dev/null so that the interpreter's final flush does not fail again."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a real file (embedded, tests)
+        pass
 
 
 def run_parsed(args: argparse.Namespace, prog: str = "dbsync") -> int:
@@ -575,17 +667,29 @@ def run_parsed(args: argparse.Namespace, prog: str = "dbsync") -> int:
     try:
         result = spec.run(args)
     except PolicyError as exc:
-        print(f"{prog}: error: {mask_text(exc.message)}", file=sys.stderr)
+        print(f"{prog}: error: {_for_reader(exc.message, prog)}", file=sys.stderr)
         return exc.exit_code
     except configparser.Error as exc:  # only the user's own ini files get here (e.g. bad %(...)s)
         print(f"{prog}: error: {getattr(args, 'config', None) or 'config'}: {mask_text(_first_line(exc))}",
               file=sys.stderr)
         return 2
+    except _alembic_errors() as exc:  # alembic's own user errors (its CLI prints them as one line too)
+        print(f"{prog}: error: alembic: {mask_text(_first_line(exc))}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
-    _print_result(result, getattr(args, "format", "text"))
+    try:
+        _print_result(result, getattr(args, "format", "text"), prog)
+    except BrokenPipeError:
+        _stdout_closed()
     return result.exit_code
+
+
+def _alembic_errors() -> tuple[type[BaseException], ...]:
+    """alembic's CommandError if alembic is imported (``lint`` never imports it)."""
+    module = sys.modules.get("alembic.util.exc")
+    return (module.CommandError,) if module is not None else ()
 
 
 def _main(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
@@ -596,6 +700,16 @@ def _main(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
         print(f"{parser.prog}: error: {message} (see {parser.prog} --help)", file=sys.stderr)
         return exc.exit_code
     return run_parsed(args, prog=parser.prog)
+
+
+#: The parser class of the commands' subparsers (argument errors become one-line UsageErrors).
+ArgumentParser = _ArgumentParser
+
+
+def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> int:
+    """Parse *argv* with *parser* (a project's own CLI in which ``add_dbsync_commands`` mounted the
+    commands) and run the command: one line and an exit code for every user error."""
+    return _main(parser, argv)
 
 
 def dbsync_main(

@@ -19,7 +19,8 @@ from sqlalchemy import exc as sa_exc
 
 from .errors import PolicyError, UsageError
 from .gate import GateRefused, NotWired
-from .lock_timeout import is_lock_timeout
+from .lock_timeout import is_retryable
+from .progress import watch
 from .project import Project, _one_line
 from .result import Result
 from .revisions import CONTRACT, EXPAND, PHASES, branch_statuses, current_heads
@@ -30,8 +31,16 @@ from .state import (CHECK_CANNOT_APPLY, CHECK_CONTRACT_ALLOWED, CHECK_DATA_PENDI
 
 def _alembic(fn, *args, **kwargs) -> None:
     """Run an alembic command; its errors become PolicyErrors (gate refusal: exit 4)."""
+    with watch() as running:
+        _alembic_watched(running, fn, *args, **kwargs)
+
+
+def _alembic_watched(running, fn, *args, **kwargs) -> None:
     try:
         fn(*args, **kwargs)
+    except NotImplementedError as exc:  # an op this dialect cannot run (SQLite: ALTER of constraints)
+        where = running.describe() or "a revision"
+        raise PolicyError(f"migration failed: {where}: {_one_line(exc)}") from None
     except (GateRefused, NotWired) as exc:
         raise PolicyError(str(exc), exit_code=exc.exit_code) from None
     except CommandError as exc:
@@ -39,12 +48,12 @@ def _alembic(fn, *args, **kwargs) -> None:
     except (ImportError, OSError) as exc:  # env.py missing, or the project's env.py cannot import its code
         raise PolicyError(f"alembic: cannot load the environment's env.py: {_one_line(exc)}") from None
     except sa_exc.DBAPIError as exc:
-        if is_lock_timeout(exc):
+        if is_retryable(exc):
             raise PolicyError("gave up waiting for a lock after every retry: another transaction holds a lock "
-                              f"on the table ({_one_line(exc)}); the failed revision was rolled back (on "
-                              "MariaDB/MySQL only its statements before the failed one stay applied), rerun "
-                              "when that transaction has finished") from None
-        raise PolicyError(f"migration failed: {_one_line(exc)}") from None
+                              f"on the table ({_one_line(exc)}); the revision stopped before that statement "
+                              "(statements that committed before it are journaled: `dbsync status` shows them), "
+                              "rerun when that transaction has finished: the rerun resumes") from None
+        raise PolicyError(f"migration failed: {running.describe() or 'a revision'}: {_one_line(exc)}") from None
 
 
 def _run_alembic_on(project: Project, conn, fn, *args, **kwargs) -> None:
@@ -106,6 +115,7 @@ class StatusResult(Result):
         data["data_migrations"] = [{"name": m.name, "remaining": m.remaining, "state": m.state}
                                    for m in state.data_migrations]
         data["contract_allowed"] = state.contract_allowed
+        data["partly_applied"] = [p.to_dict() for p in state.partly_applied]
         data["gate"] = state.verdict.to_dict()
         if state.object_versions is not None:
             data["object_versions"] = state.object_versions.to_dict()
@@ -118,6 +128,7 @@ class StatusResult(Result):
             current = ", ".join(status.current) or "(none)"
             lines.append(f"{name}: current {current}, head {status.head or '(none)'}, {len(status.pending)} pending")
             lines.extend(f"  pending {rev}" for rev in status.pending)
+        lines.extend(p.describe() for p in state.partly_applied)
         lines.append(f"data migrations: {len(state.data_pending)} with rows remaining")
         for m in state.data_migrations:
             remaining = "n/a (table or columns absent)" if m.remaining is None else f"{m.remaining:,} remaining"
@@ -137,6 +148,7 @@ class StatusResult(Result):
 def status(project: Project) -> StatusResult:
     """Per branch: applied, head, pending; data migrations; whether contract is allowed."""
     with project.connect() as conn:
+        project.check_version_table(conn)
         return StatusResult(state=assess(project, conn))
 
 
@@ -146,9 +158,10 @@ class CheckResult(StatusResult):
         return {"exit_code": self.exit_code, "meaning": CHECK_MEANINGS[self.exit_code], **super().to_dict()}
 
     def text(self) -> str:
+        partly = [p.describe() for p in self.state.partly_applied]
         if self.exit_code == CHECK_CANNOT_APPLY:
-            return "; ".join([CHECK_MEANINGS[self.exit_code], *self.state.verdict.defects])
-        return CHECK_MEANINGS[self.exit_code]
+            return "\n".join(["; ".join([CHECK_MEANINGS[self.exit_code], *self.state.verdict.defects]), *partly])
+        return "\n".join([CHECK_MEANINGS[self.exit_code], *partly])
 
 
 CHECK_MEANINGS = {
@@ -163,6 +176,7 @@ CHECK_MEANINGS = {
 def check(project: Project) -> CheckResult:
     """What the next upgrade step is, as an exit code for automation (glance's convention)."""
     with project.connect() as conn:
+        project.check_version_table(conn)
         state = assess(project, conn)
     if state.object_versions is not None:
         state.object_versions.raise_for_problems()
@@ -179,14 +193,21 @@ class UpgradeResult(Result):
     refused: str | None = None
     #: DDL statements that gave up waiting for a lock and were retried.
     lock_timeouts: int = 0
+    #: Per branch (expand, contract): its current revisions before and after.
+    moves: dict[str, tuple[list[str], list[str]]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"phases": self.phases, "before": self.before, "after": self.after, "refused": self.refused,
-                "lock_timeouts_retried": self.lock_timeouts}
+                "lock_timeouts_retried": self.lock_timeouts,
+                "branches": {name: {"before": before, "after": after} for name, (before, after) in self.moves.items()}}
 
     def text(self) -> str:
         if self.before == self.after:
             lines = [f"{' + '.join(self.phases)}: already at head ({', '.join(self.after) or 'base'})"]
+        elif self.moves:  # "expand: A -> B; contract: C -> D" (a branch that did not move: "at C")
+            lines = ["; ".join(f"{name}: {', '.join(before) or 'base'} -> {', '.join(after) or 'base'}"
+                               if before != after else f"{name}: at {', '.join(after) or 'base'}"
+                               for name, (before, after) in self.moves.items())]
         else:
             lines = [f"{' + '.join(self.phases)}: upgraded {', '.join(self.before) or 'base'} -> "
                      f"{', '.join(self.after)}"]
@@ -195,6 +216,17 @@ class UpgradeResult(Result):
         if self.refused:
             lines.append("expand applied; " + self.refused)
         return "\n".join(lines)
+
+
+def _branch_moves(project: Project, before: list[str], after: list[str]) -> dict[str, tuple[list[str], list[str]]]:
+    """Each branch's current revisions before and after (alembic's heads say no branch: a contract
+    head stands for the expand revision it depends on too); {} without the expand/contract layout."""
+    try:
+        old, new = branch_statuses(project.script, before), branch_statuses(project.script, after)
+    except (CommandError, PolicyError, KeyError):
+        return {}
+    return {name: (list(old[name].current), list(new[name].current)) for name in PHASES
+            if name in old and name in new and (old[name].head or new[name].head)}
 
 
 def _phase_target(project: Project, phase: str) -> str:
@@ -251,6 +283,7 @@ def upgrade(project: Project, phases: tuple[str, ...] = PHASES, force: str | Non
             finally:
                 project.alembic_config.attributes.pop(FORCE_ATTRIBUTE, None)
         result.after = sorted(current_heads(conn))
+    result.moves = _branch_moves(project, result.before, result.after)
     return result
 
 
@@ -267,7 +300,8 @@ def stamp(project: Project, revisions: list[str], purge: bool = False, force: st
         finally:
             project.alembic_config.attributes.pop(FORCE_ATTRIBUTE, None)
         after = sorted(current_heads(conn))
-    return UpgradeResult(phases=["stamp"], before=before, after=after)
+    return UpgradeResult(phases=["stamp"], before=before, after=after,
+                         moves=_branch_moves(project, before, after))
 
 
 # -- rollback ---------------------------------------------------------------------------

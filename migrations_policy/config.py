@@ -92,9 +92,11 @@ class Settings:
     release_mapping: str = ""
     #: Release whose object versions ``VersionedMixin`` writes during a rolling upgrade ("" = current).
     pin_release_version: str = ""
-    #: Seconds a DDL statement may wait for a lock before it gives up and retries.
+    #: Seconds a DDL statement may wait for a lock before it gives up and retries (0.001 to 86400;
+    #: on PostgreSQL at most half the server's ``deadlock_timeout`` is used).
     lock_timeout: float = 5.0
-    #: How many times a DDL statement that timed out on a lock is retried.
+    #: How many times (0 to 100) a DDL statement that timed out on a lock, or was chosen as a
+    #: deadlock victim, is retried.
     lock_retries: int = 5
     #: Default rows per batch for online data migrations (with ``batch_seconds``: the first batch).
     batch_size: int = 5000
@@ -123,9 +125,26 @@ class Settings:
         bad = [d for d in self.dialects if d not in DIALECTS]
         if bad:
             raise ConfigError(f"{source}: unknown dialect(s) {', '.join(bad)} (known: {', '.join(DIALECTS)})")
-        if self.lock_timeout <= 0 or self.lock_retries < 0 or self.batch_size <= 0 or self.batch_seconds < 0:
-            raise ConfigError(f"{source}: lock_timeout and batch_size must be positive, "
-                              "lock_retries and batch_seconds >= 0")
+        _check_lock_settings(self.lock_timeout, self.lock_retries, source)
+        if self.batch_size <= 0 or self.batch_seconds < 0:
+            raise ConfigError(f"{source}: batch_size must be positive, batch_seconds >= 0")
+
+
+#: ``lock_timeout`` bounds (seconds).  PostgreSQL counts it in whole milliseconds and reads
+#: ``0ms`` as "wait forever", so anything below one millisecond would disable the timeout.
+LOCK_TIMEOUT_MIN, LOCK_TIMEOUT_MAX = 0.001, 86400.0
+#: ``lock_retries`` bound: each retry backs off up to 10 s, so 100 retries already wait ~16 minutes.
+LOCK_RETRIES_MAX = 100
+
+
+def _check_lock_settings(lock_timeout: float, lock_retries: int, source: str) -> None:
+    """lock_timeout must stay a real, bounded timeout; lock_retries a sane count (one line each)."""
+    if not (LOCK_TIMEOUT_MIN <= lock_timeout <= LOCK_TIMEOUT_MAX):  # also false for nan
+        raise ConfigError(f"{source}: lock_timeout = {lock_timeout!r} must be positive seconds between "
+                          f"{LOCK_TIMEOUT_MIN} (PostgreSQL reads less than 1 ms as no timeout at all) "
+                          f"and {LOCK_TIMEOUT_MAX:.0f} (one day)")
+    if not 0 <= lock_retries <= LOCK_RETRIES_MAX:
+        raise ConfigError(f"{source}: lock_retries = {lock_retries!r} must be between 0 and {LOCK_RETRIES_MAX}")
 
 
 def read_ini_section(path: str | os.PathLike[str]) -> dict[str, str] | None:
@@ -143,8 +162,8 @@ def read_ini_section(path: str | os.PathLike[str]) -> dict[str, str] | None:
     return dict(parser.items(SECTION))
 
 
-def read_pyproject(path: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """The ``[tool.migrations_policy]`` table of a pyproject.toml, or None if absent."""
+def read_pyproject(path: str | os.PathLike[str], table: str = SECTION) -> dict[str, Any] | None:
+    """The ``[tool.migrations_policy]`` (or ``[tool.TABLE]``) table of a pyproject.toml, or None if absent."""
     if not os.path.exists(path):
         return None
     if sys.version_info >= (3, 11):
@@ -159,8 +178,9 @@ def read_pyproject(path: str | os.PathLike[str]) -> dict[str, Any] | None:
             data = tomllib.load(fh)
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read: {_first_line(exc)}") from None
-    table = data.get("tool", {}).get(SECTION)
-    return dict(table) if isinstance(table, dict) else None
+    tool = data.get("tool", {})
+    found = tool.get(table) if isinstance(tool, dict) else None
+    return dict(found) if isinstance(found, dict) else None
 
 
 def load_settings(

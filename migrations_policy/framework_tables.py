@@ -5,9 +5,11 @@
 * ``migrations_policy_gate_overrides``: every ``--force`` past the contract gate, one row per
   forced migration (or per forced run when only an expand revision was missing), never overwritten;
 * ``migrations_policy_revision_history``: every revision applied, reverted or stamped, in order
-  (``dbsync rollback`` finds the expand revisions applied since the last contract in it).
+  (``dbsync rollback`` finds the expand revisions applied since the last contract in it);
+* ``migrations_policy_statements``: the statement journal of a revision being applied
+  (``journal.py``): which of its statements are done, so an interrupted one resumes.
 
-The last three are created on demand by the env.py hook (``runtime.py``), so a project
+The last four are created on demand by the env.py hook (``runtime.py``), so a project
 adopting migrations_policy needs no revision for them.
 """
 
@@ -54,4 +56,14 @@ revision_history_table = sa.Table(
     sa.Column("at", sa.DateTime, nullable=False),
     sa.Column("run", sa.String(32), nullable=False),  # one alembic run (one env.py invocation)
     sa.Column("from_base", sa.Boolean, nullable=False),  # that run started on an empty version table
+)
+
+JOURNAL_TABLE = f"{TABLE_PREFIX}statements"
+journal_table = sa.Table(
+    JOURNAL_TABLE, metadata,
+    sa.Column("revision", sa.String(255), primary_key=True),
+    sa.Column("ordinal", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("sql_hash", sa.String(64), nullable=False),  # SHA-256 of the statement's SQL text
+    sa.Column("description", sa.String(255), nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),  # "running" or "done"
 )

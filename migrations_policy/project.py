@@ -8,6 +8,7 @@ is how dbsync applies its own session settings (lock timeouts) to every DDL.
 
 from __future__ import annotations
 
+import configparser
 import os
 import sys
 from contextlib import contextmanager
@@ -17,13 +18,12 @@ from typing import Iterator
 from alembic.config import Config as AlembicConfig
 from alembic.script import ScriptDirectory
 from alembic.util import CommandError
-from sqlalchemy import create_engine
 from sqlalchemy.engine import Connection, Engine, URL
-from sqlalchemy.exc import SQLAlchemyError
 
 from . import _urls
+from ._engines import _first_line as _one_line, connection_error, open_engine
 from .config import DEFAULT_ALEMBIC_INI, Settings, load_settings
-from .errors import ConfigError, DatabaseError
+from .errors import ConfigError
 
 
 
@@ -31,15 +31,13 @@ class Project:
     """An alembic environment plus migrations_policy settings and a lazy engine."""
 
     def __init__(self, alembic_ini: str | os.PathLike[str] = DEFAULT_ALEMBIC_INI, url: str | None = None):
-        path = Path(alembic_ini)
-        if not path.is_file():
-            raise ConfigError(f"{path}: alembic config file not found (use -c/--config)")
+        path = _config_path(Path(alembic_ini))
         self.alembic_ini = path
-        self.alembic_config = AlembicConfig(str(path))
-        self.settings: Settings = load_settings(path.parent, alembic_ini=path)
+        self.alembic_config = open_alembic_config(path)
+        self.settings: Settings = load_settings(path.parent, alembic_ini=None if path.suffix == ".toml" else path)
         # Like alembic's own commands: the project's code (prepend_sys_path) becomes importable,
         # for its data migrations and release mapping.
-        for entry in reversed(self.alembic_config.get_prepend_sys_paths_list() or []):
+        for entry in reversed(_alembic_option(path, self.alembic_config.get_prepend_sys_paths_list) or []):
             if entry not in sys.path:
                 sys.path.insert(0, entry)
         self._url_override = url
@@ -63,10 +61,7 @@ class Project:
     @property
     def engine(self) -> Engine:
         if self._engine is None:
-            try:
-                self._engine = create_engine(self.url)
-            except (SQLAlchemyError, ImportError, ValueError) as exc:
-                raise DatabaseError(f"cannot use database {self.masked_url}: {_urls.mask_text(_one_line(exc))}") from None
+            self._engine = open_engine(self.url)
         return self._engine
 
     @contextmanager
@@ -74,8 +69,8 @@ class Project:
         """A connection, with connection failures turned into one-line DatabaseErrors."""
         try:
             conn = self.engine.connect()
-        except SQLAlchemyError as exc:
-            raise DatabaseError(f"cannot connect to {self.masked_url}: {_urls.mask_text(_one_line(exc))}") from None
+        except Exception as exc:  # noqa: BLE001 - whatever the driver raises while connecting: one line
+            raise connection_error(exc, self.url) from None
         try:
             yield conn
         finally:
@@ -94,12 +89,76 @@ class Project:
         except CommandError as exc:
             raise ConfigError(f"{self.alembic_ini}: {_one_line(exc)}") from None
 
+    def check_version_table(self, connection: Connection) -> None:
+        """Refuse (one line) when the database's version table names revisions no script defines:
+        the wrong database, the wrong ``-c``, or version_locations missing a directory."""
+        from alembic.migration import MigrationContext
 
-def _one_line(exc: BaseException) -> str:
-    """The first meaningful line of a driver's error, without SQLAlchemy's background link."""
-    text = str(getattr(exc, "orig", None) or exc).strip()
-    for line in text.splitlines():
-        line = line.strip()
-        if line and not line.startswith("(Background on this error"):
-            return line
-    return type(exc).__name__
+        script = self.script
+        unknown = []
+        try:
+            heads = MigrationContext.configure(connection).get_current_heads()
+            for head in heads:
+                try:
+                    script.get_revision(head)
+                except CommandError:
+                    unknown.append(head)
+        except CommandError as exc:  # a revision map that cannot be built (duplicate ids, cycles)
+            raise ConfigError(f"{self.alembic_ini}: {_one_line(exc)}") from None
+        finally:
+            if connection.in_transaction():
+                connection.rollback()
+        if unknown:
+            locations = _alembic_option(self.alembic_ini, self.alembic_config.get_version_locations_list)
+            raise ConfigError(
+                f"{self.masked_url}: the version table records revision(s) {', '.join(map(repr, unknown))} that "
+                f"no script of {self.alembic_ini} defines (version_locations: "
+                f"{', '.join(locations) if locations else script.versions}); wrong -c/--config or --url?")
+
+
+def _config_path(path: Path) -> Path:
+    """The project's config file: *path*, or (for the default ``alembic.ini`` when absent) the
+    ``pyproject.toml`` of alembic's pyproject template in the current directory."""
+    if path.is_file():
+        return path
+    if path.name == DEFAULT_ALEMBIC_INI and _tool_alembic(path.parent / "pyproject.toml"):
+        return path.parent / "pyproject.toml"
+    raise ConfigError(f"{path}: alembic config file not found (use -c/--config)")
+
+
+def _tool_alembic(toml: Path) -> bool:
+    """Whether *toml* exists and has a ``[tool.alembic]`` table (alembic's pyproject template)."""
+    if not toml.is_file():
+        return False
+    from .config import read_pyproject
+
+    return read_pyproject(toml, table="alembic") is not None
+
+
+def _alembic_option(path: Path, read, *args):
+    """Call alembic's config reader *read*; its errors (a malformed file or value) become one ConfigError."""
+    try:
+        return read(*args)
+    except (CommandError, configparser.Error, UnicodeDecodeError, OSError, ValueError) as exc:
+        raise ConfigError(f"{path}: {_one_line(exc)}") from None
+
+
+def open_alembic_config(path: Path) -> AlembicConfig:
+    """The alembic Config of *path*: an ini file (with a ``pyproject.toml`` holding ``[tool.alembic]``
+    next to it, as alembic's pyproject template writes), or that ``pyproject.toml`` itself.
+
+    Checked here, once, so that every command fails with one line naming the file: the
+    ``[alembic]`` section (or ``[tool.alembic]`` table) and its ``script_location`` must exist.
+    """
+    toml = path if path.suffix == ".toml" else path.parent / "pyproject.toml"
+    with_toml = _tool_alembic(toml)
+    if path.suffix == ".toml" and not with_toml:
+        raise ConfigError(f"{path}: no [tool.alembic] table")
+    config = AlembicConfig(None if path.suffix == ".toml" else str(path), toml_file=str(toml) if with_toml else None)
+    section = config.config_ini_section
+    if not with_toml and not _alembic_option(path, lambda: config.file_config.has_section(section)):
+        raise ConfigError(f"{path}: no [{section}] section: not an alembic ini file (an [alembic] section "
+                          "with script_location, or alembic's pyproject.toml [tool.alembic])")
+    if not _alembic_option(path, config.get_alembic_option, "script_location"):
+        raise ConfigError(f"{path}: no script_location in [{section}]" + (" or [tool.alembic]" if with_toml else ""))
+    return config

@@ -10,7 +10,8 @@ commands hand to the migration context), so that before the first step:
    with statements that fail, when run, while a required migration is pending
    (``offline_guard.py``);
 2. the session gets a bounded lock timeout and every statement is retried with
-   backoff when it times out on a lock (``lock_timeout.py``);
+   backoff when it times out on a lock (``lock_timeout.py``), and each statement
+   of a revision is journaled so that an interrupted one resumes (``journal.py``);
 3. an ``on_version_apply`` callback records each applied revision's phase in
    ``migrations_policy_revisions``, so ``assert_schema_compatible`` can tell an
    unknown expand revision (fine for older code) from an unknown contract one,
@@ -31,7 +32,7 @@ from typing import Any, Callable
 import sqlalchemy as sa
 from alembic.runtime.migration import RevisionStep, StampStep
 
-from . import gate, lock_timeout
+from . import gate, journal, lock_timeout
 from .config import Settings, load_settings
 from .framework_tables import REVISIONS_TABLE, revision_history_table, revisions_table  # noqa: F401
 from .revisions import applied_revisions, phase_of
@@ -87,7 +88,8 @@ def how_to_finish(config: Any) -> str:
     dbsync = f"dbsync -c {ini}"
     return (f"Finish them with: {dbsync} online_data_migrations   (repeat until it exits 0; "
             f"`{dbsync} status` shows progress), then rerun: {dbsync} upgrade --contract. "
-            "To override (recorded in the ledger): dbsync upgrade --contract --force")
+            f"To override (recorded in migrations_policy_gate_overrides): {dbsync} upgrade --contract --force "
+            "--reason '...'")
 
 
 def _annotate_offline(context: Any, migration_context: Any, revisions: list) -> None:
@@ -152,7 +154,8 @@ def _guard(context: Any, original: Callable) -> Callable:
             connection.commit()
         context.config.attributes[STATS_ATTRIBUTE] = lock_timeout.install_statement_retries(
             migration_context, settings.lock_retries)
-        return steps
+        return journal.install(migration_context, steps,  # resumable revisions (journal.py)
+                               context.config.attributes[STATS_ATTRIBUTE])
 
     setattr(steps_after_checks, GUARD_MARK, True)
     return steps_after_checks
@@ -202,7 +205,7 @@ def guard_options(context: Any) -> dict[str, Any]:
     # env.py passes the ``alembic.context`` module proxy; its ``_proxy`` is the EnvironmentContext.
     environment = getattr(context, "_proxy", None) or context
     original = environment.context_opts.get("fn")
-    options: dict[str, Any] = {"on_version_apply": _record_phase}
+    options: dict[str, Any] = {"on_version_apply": (_record_phase, journal.forget_versioned)}
     if original is not None:
         options["fn"] = _guard(context, original)
     return options

@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from . import gate
+from . import gate, journal
 from .project import Project
 from .revisions import CONTRACT, EXPAND, BranchStatus, branch_statuses, current_heads
 
@@ -32,6 +32,7 @@ class UpgradeState:
     data_migrations: list[Any] = field(default_factory=list)  # data.runner.PendingMigration
     verdict: gate.GateVerdict = field(default_factory=gate.GateVerdict)
     object_versions: Any = None  # data.versions.ObjectVersionReport, when expand is pending
+    partly_applied: list[journal.PartlyApplied] = field(default_factory=list)  # interrupted revisions
 
     @property
     def data_pending(self) -> list[Any]:
@@ -74,6 +75,7 @@ def assess(project: Project, connection: Connection) -> UpgradeState:
     heads = current_heads(connection)
     state = UpgradeState(heads=heads, branches=branch_statuses(script, heads))
     state.data_migrations = pending_migrations(connection, registry)
+    state.partly_applied = journal.partly_applied(connection, script)
     pending = [script.get_revision(r) for name in (EXPAND, CONTRACT) for r in state.branches[name].pending]
     state.verdict = gate.evaluate(connection, script, pending, heads, registry)
     state.object_versions = object_versions_before_expand(project, connection,

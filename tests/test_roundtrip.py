@@ -36,7 +36,15 @@ def test_upgrade_downgrade_roundtrip(example_project, db_engine, backend):
     assert status.state.branches["contract"].pending == []
 
     alembic_command.downgrade(example_project.alembic_config, "base")
-    assert _tables(db_engine) - {"alembic_version", "migrations_policy_revisions"} == set()
+    # the statement journal (PostgreSQL, MariaDB) stays, empty, like the phase records; the revision
+    # history keeps every step (dbsync rollback reads it), the downgrades included
+    framework = {"alembic_version", "migrations_policy_revisions", "migrations_policy_statements",
+                 "migrations_policy_revision_history"}
+    assert _tables(db_engine) - framework == set()
+    with db_engine.connect() as conn:
+        actions = [r.action for r in conn.execute(sa.text(
+            "SELECT action FROM migrations_policy_revision_history ORDER BY id"))]
+    assert actions.count("downgrade") == actions.count("upgrade") > 0
     assert commands.version(example_project).heads == []
 
     again = commands.upgrade(example_project)

@@ -8,8 +8,8 @@ script_location = ${script_location}
 version_locations = ${script_location}/versions/expand ${script_location}/versions/contract
 path_separator = space
 
-# prepended to sys.path, so that env.py can import your models
-prepend_sys_path = .
+# prepended to sys.path, so that env.py can import your models (%(here)s: works from any directory)
+prepend_sys_path = %(here)s
 
 # template used to generate migration file names
 # file_template = %%(year)d_%%(month).2d_%%(day).2d_%%(hour).2d%%(minute).2d-%%(rev)s_%%(slug)s

@@ -9,12 +9,20 @@ autogenerate and adds the contract gate.  Keep it in every ``configure`` call.
 ``sqlalchemy.url``.
 """
 
+from logging.config import fileConfig
+
 from alembic import context
 from sqlalchemy import engine_from_config, pool
 
 from migrations_policy import environment as policy
 
 config = context.config
+
+# Plain alembic commands: the ini file's [loggers] (alembic's "Running upgrade A -> B" lines on
+# stderr).  dbsync hands over its connection and prints its own progress (--progress).
+if config.attributes.get("connection") is None and config.config_file_name is not None \
+        and config.file_config.has_section("loggers"):
+    fileConfig(config.config_file_name, disable_existing_loggers=False)
 
 # Your models' MetaData, for autogenerate:
 #     from myapp.models import Base

@@ -43,6 +43,13 @@ def _exit_code_table(codes: dict[int, str]) -> nodes.table:
     return _table((10, 70), ("exit code", "meaning"), [(str(c), m) for c, m in sorted(codes.items())])
 
 
+def _help_block(text: str) -> nodes.literal_block:
+    """argparse's help as plain text (not highlighted as Python, the default language)."""
+    block = nodes.literal_block(text=text)
+    block["language"] = "text"
+    return block
+
+
 class CliDirective(Directive):
     required_arguments = 1
 
@@ -52,12 +59,12 @@ class CliDirective(Directive):
             parser, specs = cli.build_dbsync_parser(), cli.DBSYNC_COMMANDS
         else:
             parser, specs = cli.build_developer_parser(), cli.DEVELOPER_COMMANDS
-        result = [nodes.literal_block(text=parser.format_help())]
+        result = [_help_block(parser.format_help())]
         subparsers = next(a for a in parser._actions if hasattr(a, "choices") and isinstance(a.choices, dict))
         for spec in specs:
             section = _section(f"{tool} {spec.name}", f"{tool}-{spec.name}".replace("_", "-"))
             section += nodes.paragraph(text=spec.description or spec.help)
-            section += nodes.literal_block(text=subparsers.choices[spec.name].format_help())
+            section += _help_block(subparsers.choices[spec.name].format_help())
             section += _exit_code_table(spec.exit_codes)
             result.append(section)
         return result

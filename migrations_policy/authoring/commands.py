@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +16,7 @@ from alembic import command as alembic_command
 from alembic.util import CommandError
 
 from ..result import Result
-from ..errors import PolicyError
+from ..errors import PolicyError, UsageError
 from .check_models import CheckModelsResult
 from .check_models import check_models as _check_models
 from .scaffold import InitResult, adopt, init
@@ -46,8 +47,25 @@ class RevisionResult(Result):
         return "\n".join(f"wrote {path}" for path in self.paths)
 
 
+#: A revision id is part of file names and of Python source: letters, digits and "_".
+_REV_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_]{0,63}$")
+
+
+def _check_rev_id(project: Any, rev_id: str) -> None:
+    """Refuse (one line) an id that would write outside the versions directory or is taken."""
+    if not _REV_ID.match(rev_id):
+        raise UsageError(f"--rev-id {rev_id!r}: use letters, digits and '_' (at most 64, starting with a "
+                         "letter or digit)")
+    taken = [ident for ident in (rev_id, f"{rev_id}_contract")
+             if any(rev.revision == ident for rev in project.script.walk_revisions())]
+    if taken:
+        raise UsageError(f"--rev-id {rev_id!r}: revision {taken[0]!r} already exists in {project.alembic_ini}")
+
+
 def revision(project: Any, message: str, rev_id: str | None = None) -> RevisionResult:
     """``alembic revision --autogenerate -m MESSAGE`` against the project's database, split by phase."""
+    if rev_id is not None:
+        _check_rev_id(project, rev_id)
     config = project.alembic_config
     with project.connect() as conn:
         config.attributes["connection"] = conn

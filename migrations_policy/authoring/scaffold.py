@@ -93,8 +93,16 @@ def _write_roots(template_dir: Path, versions: Path, down_revision: str | None) 
     return created
 
 
-def init(directory: str, *, template: str = DEFAULT_TEMPLATE, config_file: str = "alembic.ini") -> InitResult:
-    """Create an expand/contract alembic environment in *directory* (and *config_file*)."""
+def init(directory: str, *, template: str = DEFAULT_TEMPLATE, config_file: str = "alembic.ini",
+         url: str | None = None, metadata: str | None = None) -> InitResult:
+    """Create an expand/contract alembic environment in *directory* (and *config_file*).
+
+    *url* is written as ``sqlalchemy.url`` of a new ini file, *metadata* (``MODULE:ATTRIBUTE``, e.g.
+    ``myapp.models:Base.metadata``) as env.py's ``target_metadata``: then autogenerate works at once.
+    """
+    module, _, attribute = (metadata or "").partition(":")
+    if metadata is not None and not (module.strip() and attribute.strip()):
+        raise UsageError(f"--metadata {metadata!r}: expected MODULE:ATTRIBUTE, e.g. myapp.models:Base.metadata")
     if template not in list_templates():
         raise UsageError(f"unknown template {template!r} (available: {', '.join(list_templates())})")
     ini_existed = Path(config_file).exists()
@@ -109,11 +117,31 @@ def init(directory: str, *, template: str = DEFAULT_TEMPLATE, config_file: str =
     if not ini_existed:
         created.insert(0, config_file)
     created += _write_roots(template_root() / template, root / "versions", None)
-    notes = ["next: set sqlalchemy.url in " + config_file + " and target_metadata in " + str(root / "env.py")]
+    todo = []
+    if url is not None and not ini_existed:
+        _set_option(Path(config_file), "alembic", "sqlalchemy.url", url.replace("%", "%%"))
+    elif not ini_existed:
+        todo.append("set sqlalchemy.url in " + config_file)
+    if metadata is not None:
+        _set_target_metadata(root / "env.py", module.strip(), attribute.strip())
+    else:
+        todo.append("set target_metadata in " + str(root / "env.py"))
+    todo.append("run `dbsync upgrade` (applies the two root revisions; autogenerate needs an up-to-date database)")
+    notes = ["next: " + "; ".join(todo)]
     if ini_existed:
         notes.insert(0, f"{config_file} already exists and was left alone: set its script_location to {directory} "
                         "and version_locations to its versions/expand and versions/contract")
     return InitResult(directory=str(root), config_file=config_file, created=created, notes=notes)
+
+
+def _set_target_metadata(env_py: Path, module: str, attribute: str) -> None:
+    """Point env.py's ``target_metadata`` at ``module.attribute`` (the template's placeholder line)."""
+    text = env_py.read_text(encoding="utf-8")
+    head, dot, rest = attribute.partition(".")
+    line = f"from {module} import {head}  # noqa: E402\ntarget_metadata = {head}{dot}{rest}\n"
+    if "\ntarget_metadata = None\n" not in text:
+        raise UsageError(f"{env_py}: no 'target_metadata = None' line to replace: set target_metadata yourself")
+    env_py.write_text(text.replace("\ntarget_metadata = None\n", "\n" + line, 1), encoding="utf-8")
 
 
 # -- adopt ------------------------------------------------------------------------
@@ -122,10 +150,10 @@ _SEPARATORS = {"space": " ", "os": os.pathsep, ":": ":", ";": ";", "newline": "\
 
 def adopt(config_file: str = "alembic.ini", *, template: str = DEFAULT_TEMPLATE) -> InitResult:
     """Start the expand and contract branches at the current head of a single-branch history."""
-    path = Path(config_file)
-    if not path.is_file():
-        raise ConfigError(f"{config_file}: alembic config file not found (use -c/--config)")
-    config = Config(str(path))
+    from ..project import _config_path, open_alembic_config
+
+    path = _config_path(Path(config_file))
+    config = open_alembic_config(path)
     try:
         script = ScriptDirectory.from_config(config)
         heads = script.get_heads()
@@ -140,7 +168,12 @@ def adopt(config_file: str = "alembic.ini", *, template: str = DEFAULT_TEMPLATE)
     head = heads[0] if heads else None
     versions = Path(script.dir) / "versions"
     created = _write_roots(template_root() / template, versions, head)
-    _add_version_locations(path, config, [versions / "expand", versions / "contract"])
+    toml = getattr(config, "_toml_file_path", None)
+    if toml is not None and config.get_main_option("version_locations") is None:
+        _add_toml_version_locations(Path(toml), config, [versions, versions / "expand", versions / "contract"])
+        config_file = str(toml)
+    else:
+        _add_version_locations(path, config, [versions / "expand", versions / "contract"])
     notes = [f"updated version_locations in {config_file}",
              f"both branches start at {head or 'base'}; run `alembic upgrade heads` (or dbsync upgrade) to apply "
              "the two roots"]
@@ -153,17 +186,23 @@ def adopt(config_file: str = "alembic.ini", *, template: str = DEFAULT_TEMPLATE)
     return InitResult(directory=script.dir, config_file=config_file, created=created, notes=notes)
 
 
+def _here_relative(locations: list[Path], here: Path) -> list[str]:
+    """Each location as ``%(here)s/...`` when it lies under *here* (the config file's directory)."""
+    rendered = []
+    for location in locations:
+        try:
+            rendered.append("%(here)s/" + location.resolve().relative_to(here).as_posix())
+        except ValueError:
+            rendered.append(location.resolve().as_posix())
+    return rendered
+
+
 def _add_version_locations(ini: Path, config: Config, new: list[Path]) -> None:
     """Append *new* to ``version_locations`` in the ini file, keeping the rest of the file as it is."""
     section = config.config_ini_section
     existing = config.get_main_option("version_locations")
     here = ini.resolve().parent
-    rendered = []
-    for location in new:
-        try:
-            rendered.append("%(here)s/" + location.resolve().relative_to(here).as_posix())
-        except ValueError:
-            rendered.append(location.resolve().as_posix())
+    rendered = _here_relative(new, here)
     separator_name = config.get_main_option("path_separator") or config.get_main_option("version_path_separator")
     separator = _SEPARATORS.get(separator_name or "space", " ")
     raw = _raw_option(ini, section, "version_locations")
@@ -173,6 +212,33 @@ def _add_version_locations(ini: Path, config: Config, new: list[Path]) -> None:
     else:
         values = [raw.strip()] + rendered
     _set_option(ini, section, "version_locations", separator.join(values))
+
+
+def _add_toml_version_locations(toml: Path, config: Config, locations: list[Path]) -> None:
+    """alembic's pyproject template: set ``version_locations`` in ``[tool.alembic]`` (the existing
+    locations, if any, first), keeping the rest of the file as it is."""
+    import json
+
+    here = toml.resolve().parent
+    existing = config.get_version_locations_list() or []
+    rendered = _here_relative(locations, here)
+    values = existing + [r for r in rendered if r not in existing and r.replace("%(here)s", str(here)) not in existing]
+    line = "version_locations = [" + ", ".join(json.dumps(v) for v in values) + "]"
+    lines = toml.read_text(encoding="utf-8").splitlines()
+    table = next((i for i, text in enumerate(lines) if text.strip() == "[tool.alembic]"), None)
+    if table is None:
+        raise ConfigError(f"{toml}: no [tool.alembic] table")
+    end = next((i for i in range(table + 1, len(lines)) if lines[i].lstrip().startswith("[")), len(lines))
+    for index in range(table + 1, end):
+        if re.match(r"^\s*version_locations\s*=", lines[index]):
+            close = index
+            while "]" not in lines[close] and close + 1 < end:
+                close += 1
+            lines[index:close + 1] = [line]
+            break
+    else:
+        lines.insert(table + 1, line)
+    toml.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def _raw_option(ini: Path, section: str, key: str) -> str | None:

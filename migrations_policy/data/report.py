@@ -123,7 +123,7 @@ class TerminalProgress:
         remaining = max(total - done, 0)
         rate = done / max(now - self.started, 1e-6)
         eta = f"{remaining / rate:.0f} s" if rate > 0 else "?"
-        line = f"{done} done, {remaining} remaining, {rate:.0f} rows/s, ETA {eta}"
+        line = f"{done:,} done, {remaining:,} remaining, {rate:,.0f} rows/s, ETA {eta}"
         if current:
             line += f" [{current}]"
         self.stream.write("\r" + line.ljust(self._width))
@@ -134,3 +134,53 @@ class TerminalProgress:
         if self._width:
             self.stream.write("\r" + " " * self._width + "\r")
             self.stream.flush()
+
+
+class LineProgress:
+    """Progress for logs (not a terminal): every *interval* seconds, one line per migration that
+    has work: rows done of its total, rows/s and ETA, with thousands separators."""
+
+    def __init__(self, stream: TextIO, interval: float = 5.0, label: str = "online_data_migrations"):
+        self.stream, self.interval, self.label = stream, interval, label
+        self._shown = time.monotonic()
+        self._first: dict[str, tuple[float, int]] = {}  # name -> (when, rows) first seen
+
+    def _line(self, m: MigrationReport, now: float) -> str:
+        done = m.migrated + m.stuck
+        since, rows_then = self._first.setdefault(m.name, (now, done))
+        rate = (done - rows_then) / (now - since) if now > since else 0.0
+        line = f"{self.label}: {m.name}: {done:,}"
+        if m.remaining_before:
+            remaining = max(m.remaining_before - done, 0)
+            line += f" of {m.remaining_before:,} rows ({100.0 * done / m.remaining_before:.1f}%)"
+            eta = f"{remaining / rate:,.0f} s" if rate > 0 else "?"
+        else:
+            line += " rows"
+            eta = "?"
+        return line + f", {rate:,.0f} rows/s, ETA {eta}"
+
+    def update(self, reports: list[MigrationReport], current: str = "", force: bool = False) -> None:
+        now = time.monotonic()
+        for m in reports:  # the rate of each migration counts from when it was first seen
+            self._first.setdefault(m.name, (now, m.migrated + m.stuck))
+        if not force and now - self._shown < self.interval:
+            return
+        self._shown = now
+        lines = [self._line(m, now) for m in reports
+                 if m.state not in (ledger.COMPLETE, ledger.INAPPLICABLE) or m.name == current]
+        if lines:
+            self.stream.write("\n".join(lines) + "\n")
+            self.stream.flush()
+
+    def close(self) -> None:
+        pass
+
+
+def choose_progress(mode: str, stream: TextIO, interval: float = 5.0, label: str = "online_data_migrations"):
+    """The data-migration progress for ``--progress MODE``: None, a live line or log lines."""
+    from ..progress import resolve_mode
+
+    mode = resolve_mode(mode, stream)
+    if mode == "none":
+        return None
+    return TerminalProgress(stream) if mode == "live" else LineProgress(stream, interval, label)

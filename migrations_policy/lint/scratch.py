@@ -8,16 +8,17 @@ commit DDL implicitly, so there it must be a throwaway database.
 
 from __future__ import annotations
 
-from sqlalchemy import create_engine, event
+from sqlalchemy import event
 from sqlalchemy.exc import SQLAlchemyError
 
+from .._engines import connection_error, open_engine
 from .._urls import mask_text, mask_url, parse_url
 from ..errors import DatabaseError
 from .recorder import record_online
 
 
 def _engine(url: str):
-    engine = create_engine(parse_url(url))
+    engine = open_engine(url, "scratch database")
     if engine.dialect.name == "sqlite":  # pysqlite commits before DDL unless told to BEGIN itself
         @event.listens_for(engine, "connect")
         def _no_implicit_transactions(dbapi_connection, record):
@@ -49,12 +50,12 @@ def record_on_scratch_database(upgrade, url: str, filename: str) -> list:
 def check_scratch_database(url: str) -> str:
     """Connect once (a clear one-line error now rather than per file); the URL's dialect name."""
     parsed = parse_url(url)
-    engine = create_engine(parsed)
+    engine = open_engine(parsed, "scratch database")
     try:
         with engine.connect():
             pass
-    except (SQLAlchemyError, ImportError) as exc:
-        raise DatabaseError(f"cannot connect to scratch database {mask_url(parsed)}: {mask_text(str(exc).splitlines()[0])}") from None
+    except Exception as exc:  # noqa: BLE001 - whatever the driver raises while connecting: one line
+        raise connection_error(exc, parsed, "scratch database") from None
     finally:
         engine.dispose()
     name = parsed.get_backend_name()

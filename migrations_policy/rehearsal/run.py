@@ -27,6 +27,7 @@ from alembic import command as alembic_command
 from .. import commands
 from ..data.discovery import load_release_mapping
 from ..errors import PolicyError, UsageError
+from .. import progress
 from ..project import Project
 from ..revisions import CONTRACT, EXPAND
 from .compatibility import schema_problems
@@ -121,12 +122,15 @@ class _Rehearsal:
                 self.workloads[code].load_known_keys()
                 self.workloads[code].start()
         started = time.monotonic()
+        releases = {"old": "release-N", "new": "release-N+1"}
+        progress.note(f"phase {name}: {' and '.join(releases.get(c, c) + ' code' for c in running)} running")
         try:
             yield report
         finally:
             for code in running:
                 self.workloads[code].stop()
             report.seconds = time.monotonic() - started
+            progress.note(f"phase {name} took {report.seconds:,.1f} s")
 
     def upgrade(self, report: PhaseReport, phase: str, target: str | None) -> bool:
         try:

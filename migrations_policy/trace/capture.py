@@ -18,18 +18,10 @@ from alembic.operations import Operations
 from alembic.script import Script
 from sqlalchemy.engine import Connection
 
+from ..sqltext import statement_text
+
 #: observe(sql_text, execute, autocommit) -> result of execute() or None when not run.
 Observer = Callable[[str, Callable[[], Any], bool], Any]
-
-
-def statement_text(construct: Any, connection: Connection) -> str:
-    """The SQL of a DDL construct / text clause / string, compiled for the connection's dialect."""
-    if isinstance(construct, str):
-        return construct
-    try:
-        return str(construct.compile(dialect=connection.dialect)).strip()
-    except Exception:  # a construct that cannot compile standalone: show what we can
-        return str(construct).strip()
 
 
 def run_revision(connection: Connection, revision: Script, observe: Observer) -> None:

@@ -123,3 +123,31 @@ def test_plugin_is_registered_through_the_entry_point(tmp_path):
     code = "import sys, alembic; print(sorted(m for m in sys.modules if m.startswith('migrations_policy.auth')))"
     result = run(["-c", code], tmp_path)
     assert result.stdout.strip() == "['migrations_policy.authoring', 'migrations_policy.authoring.plugin']"
+
+
+def test_adopt_and_dbsync_with_alembics_pyproject_template(tmp_path):
+    """alembic's ``pyproject`` template: script_location etc. in pyproject.toml's [tool.alembic], the
+    URL in a small alembic.ini.  init --adopt writes version_locations into [tool.alembic]; dbsync
+    reads both files, from the project's directory (default -c) and from elsewhere."""
+    assert alembic(tmp_path, "init", "-t", "pyproject", "migrations").returncode == 0
+    ini = tmp_path / "alembic.ini"
+    ini.write_text(ini.read_text().replace("driver://user:pass@localhost/dbname", f"sqlite:///{tmp_path}/t.db"))
+    assert alembic(tmp_path, "revision", "-m", "first", "--rev-id", "first").returncode == 0
+    adopted = run(["-m", "migrations_policy.cli", "init", "--adopt"], tmp_path)
+    assert adopted.returncode == 0, adopted.stderr
+    assert "version_locations = [" in (tmp_path / "pyproject.toml").read_text()
+    env_py = tmp_path / "migrations" / "env.py"  # what adopt's note says to do: wire the gate in
+    env_py.write_text(env_py.read_text()
+                      .replace("from alembic import context\n",
+                               "from alembic import context\nfrom migrations_policy import environment as policy\n")
+                      .replace("context.configure(\n", "context.configure(\n        **policy.configure_options(context),\n"))
+    upgraded = run(["-c", "from migrations_policy.cli import dbsync_main; raise SystemExit(dbsync_main())",
+                    "upgrade"], tmp_path)
+    assert upgraded.returncode == 0, upgraded.stderr
+    for config in (str(ini), str(tmp_path / "pyproject.toml")):
+        status = run(["-c", "from migrations_policy.cli import dbsync_main; raise SystemExit(dbsync_main())",
+                      "-c", config, "--url", f"sqlite:///{tmp_path}/t.db", "status"], tmp_path.parent)
+        assert status.returncode == 0, status.stderr
+        assert "expand: current expand_root, head expand_root, 0 pending" in status.stdout, status.stdout
+    heads = alembic(tmp_path, "heads")
+    assert "expand_root (expand)" in heads.stdout and "contract_root (contract)" in heads.stdout, heads.stdout

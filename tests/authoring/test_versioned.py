@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
@@ -143,3 +145,29 @@ def test_dbsync_revision(workspace, capsys):
     workspace.upgrade()
     assert cli.dbsync_main(["-c", str(workspace.ini), "revision", "-m", "again"]) == 0
     assert "no schema changes detected" in capsys.readouterr().out
+
+
+def test_dbsync_revision_refuses_unsafe_and_taken_ids(sqlite_workspace, capsys):
+    """Generated ids with path separators, dots, quotes, spaces or too long are refused in one line,
+    and so is an id (or its _contract twin) already in the history; nothing is written."""
+    import random
+    import string
+
+    workspace = sqlite_workspace
+    workspace.upgrade()
+    workspace.models(MARKED)
+    capsys.readouterr()
+    before = sorted(p.name for p in workspace.versions.rglob("*.py"))
+    rng = random.Random(14)
+    hostile = ["../../x", "t-1", "..", "a/b", "a\\b", "x.py", " t1", "t 1", "'t'", "-t", "", "a" * 65, "é1"]
+    hostile += ["".join(rng.choices(string.ascii_letters + "./\\ '\"$%", k=rng.randint(1, 12))) for _ in range(20)]
+    hostile = [h for h in hostile if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_]{0,63}", h)]
+    for rev_id in hostile + ["expand_root", "contract_root"]:
+        code = cli.dbsync_main(["-c", str(workspace.ini), "revision", "-m", "things", "--rev-id", rev_id])
+        err = capsys.readouterr().err
+        assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, (rev_id, err)
+    assert sorted(p.name for p in workspace.versions.rglob("*.py")) == before
+    assert not (workspace.versions.parent.parent / "x").exists()
+    # a safe, free id still works
+    code = cli.dbsync_main(["-c", str(workspace.ini), "revision", "-m", "things", "--rev-id", "t_1"])
+    assert code == 0, capsys.readouterr().err

@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 from migrations_policy import SchemaIncompatible, assert_schema_compatible
-from migrations_policy import commands
+from migrations_policy import cli, commands
 
 from .conftest import ORPHANS, ROWS
 
@@ -174,3 +174,60 @@ def test_old_code_refuses_a_contracted_schema(expanded, tmp_path):
     assert expanded.dbsync("upgrade", "--contract") == 0
     with pytest.raises(SchemaIncompatible, match="r3_drop_extra_name this code does not know"):
         assert_schema_compatible(expanded.engine, release2_code)
+
+
+@pytest.mark.parametrize("backend", ["postgresql", "mysql"], indirect=True)
+def test_lock_retry_message_names_table_revision_and_holder(app, caplog):
+    """The retry warning says which table, which revision, and who holds the lock (PostgreSQL: the
+    holder's pid; MariaDB: its thread id), with when its transaction started."""
+    import logging
+
+    holder_id = {}
+    ready = threading.Event()
+
+    def hold():
+        with app.engine.connect() as conn:
+            holder_id["id"] = conn.execute(sa.text(
+                "SELECT pg_backend_pid()" if app.engine.dialect.name == "postgresql" else "SELECT CONNECTION_ID()"
+            )).scalar()
+            conn.execute(sa.text("SELECT count(*) FROM nodes")).scalar()
+            ready.set()
+            time.sleep(2.5)
+            conn.rollback()
+
+    thread = threading.Thread(target=hold, daemon=True)
+    thread.start()
+    assert ready.wait(10)
+    project = app.project()
+    try:
+        with caplog.at_level(logging.WARNING, logger="migrations_policy.lock_timeout"):
+            result = commands.upgrade(project, phases=("expand",))
+    finally:
+        project.dispose()
+        thread.join()
+    assert result.lock_timeouts >= 1
+    [first, *_] = [r.getMessage() for r in caplog.records if "gave up waiting for a lock" in r.getMessage()]
+    assert "revision r1_inventory -> r2_meta_display_name_version" in first, first
+    who = f"pid {holder_id['id']} " if app.engine.dialect.name == "postgresql" else f"thread {holder_id['id']} "
+    assert who in first and "transaction since 20" in first, first
+    if app.engine.dialect.name == "postgresql":
+        assert "on nodes" in first, first
+
+
+def test_upgrade_messages_say_which_branch_moved(tmp_path, capsys):
+    """"expand: A -> B; contract: at C": each branch's own move, not the version table's heads."""
+    from ..helpers import copy_example, forget_example_modules
+
+    ini = copy_example(tmp_path)
+    forget_example_modules()
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    steps = [(["upgrade", "--expand"], "expand: base -> r2_meta_display_name_version; contract: at base"),
+             (["upgrade", "--contract"], "expand: at r2_meta_display_name_version; contract: base -> r3_drop_extra_name"),
+             (["stamp", "r1_inventory", "--purge"],
+              "expand: r2_meta_display_name_version -> r1_inventory; contract: r3_drop_extra_name -> base")]
+    for argv, expected in steps:
+        assert cli.dbsync_main(["-c", str(ini), "--url", url, "--progress", "none", *argv]) == 0
+        assert capsys.readouterr().out.strip() == expected
+    assert cli.dbsync_main(["-c", str(ini), "--url", url, "--format", "json", "stamp", "expand_root", "--purge"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["branches"]["expand"] == {"before": ["r1_inventory"], "after": ["expand_root"]}

@@ -36,7 +36,7 @@ def test_release1_to_release2_old_code_sees_no_error(example):
     assert result.exit_code == 0, result.text()
     expand, rolling = result.phases[1], result.phases[2]
     assert (expand.name, rolling.name) == ("expand", "rolling")
-    assert any(step.startswith("upgrade expand: expand: upgraded r1_inventory -> " + R2) for step in expand.steps)
+    assert any(step.startswith("upgrade expand: expand: r1_inventory -> " + R2) for step in expand.steps)
     assert any("row(s) migrated" in step for step in expand.steps)
     # The workload really ran, before and after the DDL: every kind of operation, both codes.
     assert min(expand.operations("old")[op] for op in ("insert", "update", "list")) > 10, expand.operations()
@@ -47,7 +47,7 @@ def test_release2_to_release3_through_contract(example):
     result = run(example, "release2", "release3", R2)
     assert result.exit_code == 0, result.text()
     contract = result.phases[-1]
-    assert contract.name == "contract" and any("upgraded" in step and "r3_drop_extra_name" in step
+    assert contract.name == "contract" and any(" -> r3_drop_extra_name" in step
                                                for step in contract.steps), result.text()
     assert sum(contract.operations("new").values()) > 30
 

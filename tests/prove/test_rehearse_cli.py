@@ -104,3 +104,16 @@ def test_pytest_helper_fails_with_the_report(ini, tmp_path):
         assert_upgrade_safe(ini, url, "inventory.models.release1", "inventory.models.release2", "r1_inventory",
                             seconds=0.5, threads=2)
     assert rehearse_upgrade  # the non-raising form is the same call
+
+
+def test_progress_lines_name_phases_and_revisions(ini, tmp_path, capsys):
+    """rehearse with --progress line: each phase as it starts and ends, each revision with its time."""
+    url = f"sqlite:///{tmp_path / 'scratch.db'}"
+    assert cli.main(rehearse_argv(ini, url, "--no-contract", "--progress", "line", "--progress-interval", "0.01",
+                                  *FAST)) == 0
+    err = capsys.readouterr().err
+    for expected in ("rehearse: phase build: release-N code running", "rehearse: phase expand took ",
+                     "rehearse: phase rolling: release-N code and release-N+1 code running",
+                     "rehearse: running r1_inventory -> r2_meta_display_name_version",
+                     "rehearse: ran r1_inventory -> r2_meta_display_name_version"):
+        assert expected in err, (expected, err)

@@ -1,0 +1,333 @@
+"""The statement journal: which statements of an interrupted revision are already applied.
+
+A revision that is not one transaction can stop half way: every DDL statement
+commits on its own on MariaDB/MySQL, and on PostgreSQL an
+``autocommit_block()`` (``CREATE INDEX CONCURRENTLY``) commits what came before
+it.  After a SIGKILL, a lost connection or a lock give-up, the schema then holds
+part of the revision while the version table does not name it, and simply
+running the revision again fails (``Duplicate column name``).
+
+So on PostgreSQL and MariaDB/MySQL every statement alembic executes for an
+upgrade step is recorded in ``migrations_policy_statements``: the revision, the
+statement's ordinal in the revision, the SHA-256 of its SQL text and a short
+description (``add column nodes.meta``).
+
+* PostgreSQL, inside the revision's transaction: the row is written after the
+  statement in the same transaction, so both commit or roll back together.
+* Outside a transaction (every statement on MariaDB/MySQL, a PostgreSQL
+  ``autocommit_block``): a ``running`` row is committed before the statement and
+  turned into ``done`` (committed) after it; a statement that fails with an
+  error removes its row again.  A ``running`` row left behind means the process
+  died inside that statement: it may or may not have been applied.
+
+When the version table moves for a revision (it completes, is downgraded or
+stamped), its rows are deleted in the transaction that moves the version.  A rerun of the revision (``dbsync upgrade``, or plain
+``alembic upgrade`` through env.py) skips the statements the journal records as
+done, after checking that each one's hash is unchanged: a statement edited
+since is refused (one line), never silently skipped.  The statement that was
+``running`` is executed again; if the database answers that its object already
+exists (or, for a drop, no longer exists), it had been applied and counts as
+done.  ``dbsync status`` / ``check`` report each interrupted revision
+("revision X partly applied: 3 of 5 statements").
+
+Only statements alembic's operations execute (``op.add_column``, ``op.execute`` ...)
+are journaled; what a script runs itself on ``op.get_bind()`` is not.  Offline
+(``--sql``) mode keeps no journal.  SQLite is not journaled: its revisions run in
+one transaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import sqlalchemy as sa
+from alembic import op as alembic_op
+from alembic.migration import MigrationContext
+from alembic.operations import Operations
+from alembic.runtime.migration import RevisionStep
+from alembic.script import ScriptDirectory
+from alembic.util import CommandError
+from sqlalchemy.engine import Connection
+
+from .framework_tables import JOURNAL_TABLE, journal_table
+from .lock_timeout import LockRetryStats, error_code, in_real_transaction, retry_segments
+from .policy.sql import from_sql
+from .sqltext import statement_text
+
+log = logging.getLogger(__name__)
+
+JOURNALED_DIALECTS = ("postgresql", "mysql", "mariadb")
+RUNNING, DONE = "running", "done"
+
+#: "already exists" / "does not exist" answers: a statement that was running when the last run
+#: died and now gets one of these had been applied.  PostgreSQL SQLSTATEs, MariaDB/MySQL errnos.
+_PG_APPLIED = {"42P07", "42701", "42710", "42P06", "42723", "42P01", "42703", "42704"}
+_MYSQL_APPLIED = {1050, 1060, 1061, 1826, 1022, 1091, 1051, 1146}
+
+
+class JournalMismatch(CommandError):
+    """The script no longer matches what an interrupted run of it applied."""
+
+    exit_code = 2
+
+
+@dataclass
+class _Entry:
+    sql_hash: str
+    description: str
+    state: str
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def describe(text: str) -> str:
+    """``add column nodes.meta`` for a statement's SQL; its first 120 characters if unknown."""
+    try:
+        operations = from_sql(text)
+    except Exception:  # noqa: BLE001 - a description is best effort
+        operations = []
+    known = [o.describe() for o in operations if o.kind != "other"]
+    label = "; ".join(known) if known else " ".join(text.split())[:120]
+    return label[:255]
+
+
+def _applied_already(exc: BaseException) -> bool:
+    code = error_code(exc)
+    return code in _PG_APPLIED or code in _MYSQL_APPLIED
+
+
+def read_entries(connection: Connection, revision: str | None = None) -> dict[str, dict[int, _Entry]]:
+    """{revision: {ordinal: entry}} of the journal (empty when the table does not exist)."""
+    if not sa.inspect(connection).has_table(JOURNAL_TABLE):
+        return {}
+    query = sa.select(journal_table).order_by(journal_table.c.revision, journal_table.c.ordinal)
+    if revision is not None:
+        query = query.where(journal_table.c.revision == revision)
+    found: dict[str, dict[int, _Entry]] = {}
+    for row in connection.execute(query):
+        found.setdefault(row.revision, {})[row.ordinal] = _Entry(row.sql_hash, row.description, row.state)
+    return found
+
+
+# -- while alembic runs a revision -----------------------------------------------------
+class _Run:
+    """One upgrade step: statement ordinals, the journal's entries, and the writes."""
+
+    def __init__(self, connection: Connection, revision: str):
+        self.connection = connection
+        self.revision = revision
+        self.entries = read_entries(connection, revision).get(revision, {})
+        self.ordinal = 0
+        if self.entries:
+            done = sum(e.state == DONE for e in self.entries.values())
+            log.warning("revision %s was interrupted after %d statement(s): resuming after them", revision, done)
+
+    def _key(self, ordinal: int):
+        return sa.and_(journal_table.c.revision == self.revision, journal_table.c.ordinal == ordinal)
+
+    def _commit(self) -> None:
+        """Make the last journal write durable now (outside the revision's transaction)."""
+        if self.connection.dialect.name in ("mysql", "mariadb"):
+            self.connection.exec_driver_sql("COMMIT")
+        # PostgreSQL outside a transaction: the connection is in autocommit already.
+
+    def _record(self, ordinal: int, sql_hash: str, text: str, state: str, exists: bool) -> None:
+        if exists:
+            self.connection.execute(sa.update(journal_table).where(self._key(ordinal)).values(state=state))
+        else:
+            self.connection.execute(sa.insert(journal_table).values(
+                revision=self.revision, ordinal=ordinal, sql_hash=sql_hash, description=describe(text),
+                state=state))
+
+    def statement(self, construct: Any, execute: Callable[[], Any]) -> Any:
+        self.ordinal += 1
+        ordinal = self.ordinal
+        text = statement_text(construct, self.connection)
+        sql_hash = digest(text)
+        entry = self.entries.get(ordinal)
+        if entry is not None and entry.sql_hash != sql_hash:
+            raise JournalMismatch(
+                f"revision {self.revision}: statement {ordinal} ({describe(text)}) is not the statement its "
+                f"interrupted run applied ({entry.description}): the script changed since; restore the script "
+                "that run used, or repair by hand (operator guide: When an expand fails)")
+        if entry is not None and entry.state == DONE:
+            return None  # applied by the interrupted run
+        if in_real_transaction(self.connection):  # PostgreSQL: the row commits with the statement
+            result = execute()
+            self._record(ordinal, sql_hash, text, DONE, exists=entry is not None)
+            return result
+        if entry is None:
+            self._record(ordinal, sql_hash, text, RUNNING, exists=False)
+            self._commit()
+        try:
+            result = execute()
+        except sa.exc.DBAPIError as exc:
+            if entry is not None and _applied_already(exc):
+                log.warning("revision %s statement %d (%s) had been applied by the interrupted run",
+                            self.revision, ordinal, entry.description)
+                result = None
+            else:
+                self._forget(ordinal)
+                raise
+        self._record(ordinal, sql_hash, text, DONE, exists=True)
+        self._commit()
+        return result
+
+    def _forget(self, ordinal: int) -> None:
+        """The statement failed with an error: it is not applied, drop its ``running`` row."""
+        try:
+            self.connection.execute(sa.delete(journal_table).where(self._key(ordinal)))
+            self._commit()
+        except sa.exc.DBAPIError:  # connection lost: the row stays "running" (may or may not be applied)
+            pass
+
+    def finish(self) -> None:
+        """The revision's statements all ran: check none recorded is left over (``forget_versioned``
+        then clears its rows, with the version-table update)."""
+        beyond = sorted(o for o in self.entries if o > self.ordinal)
+        if beyond:
+            raise JournalMismatch(
+                f"revision {self.revision}: its interrupted run applied {max(beyond)} statement(s) but the script "
+                f"now has {self.ordinal}: the script changed since; restore the script that run used, or repair "
+                "by hand (operator guide: When an expand fails)")
+
+
+def forget_versioned(ctx: Any, step: Any, heads: Any, run_args: Any) -> None:
+    """``on_version_apply``: the version table now names (or no longer names) these revisions, by an
+    upgrade, a downgrade or a stamp: their journal entries describe nothing any more.  Deleted in the
+    transaction that moves the version, so a stamped, then downgraded revision never "resumes"."""
+    connection = ctx.connection
+    if ctx.as_sql or connection is None or connection.dialect.name not in JOURNALED_DIALECTS:
+        return
+    revisions = {r for r in (*step.up_revision_ids, *step.down_revision_ids) if r}
+    if revisions and sa.inspect(connection).has_table(JOURNAL_TABLE):
+        connection.execute(sa.delete(journal_table).where(journal_table.c.revision.in_(revisions)))
+
+
+class _Journal:
+    def __init__(self, connection: Connection):
+        self.connection = connection
+        self.run: _Run | None = None
+
+    def revision(self, revision: str, migration_fn: Callable[..., Any]) -> Callable[..., Any]:
+        def migrate(**kw: Any) -> Any:
+            self.run = _Run(self.connection, revision)
+            try:
+                result = migration_fn(**kw)
+                self.run.finish()
+                return result
+            finally:
+                self.run = None
+
+        return migrate
+
+    def statements(self, execute: Callable[..., Any]) -> Callable[..., Any]:
+        def exec_(construct: Any, *args: Any, **kwargs: Any) -> Any:
+            if self.run is None:  # alembic's own version-table statements
+                return execute(construct, *args, **kwargs)
+            return self.run.statement(construct, lambda: execute(construct, *args, **kwargs))
+
+        return exec_
+
+
+def install(migration_context: Any, steps: list, retries: LockRetryStats | None = None) -> list:
+    """Journal the statements of every upgrade step in *steps* (a live PostgreSQL/MariaDB run).
+
+    Wraps the context's ``impl._exec`` (outside the lock-timeout retries) and each
+    step's ``migration_fn``; with *retries* (``lock_timeout.install_statement_retries``)
+    a lost lock wait inside a PostgreSQL transaction reruns the step, resuming from
+    the journal (``lock_timeout.retry_segments``).  Returns *steps*.
+    """
+    connection = migration_context.connection
+    if migration_context.as_sql or connection is None or connection.dialect.name not in JOURNALED_DIALECTS:
+        return steps
+    journal_table.create(connection, checkfirst=True)
+    if connection.in_transaction():
+        connection.commit()
+    journal = _Journal(connection)
+    migration_context.impl._exec = journal.statements(migration_context.impl._exec)
+    for step in steps:
+        if isinstance(step, RevisionStep) and step.is_upgrade:
+            step.migration_fn = journal.revision(step.revision.revision, step.migration_fn)
+            if retries is not None:
+                step.migration_fn = retry_segments(step.migration_fn, retries)
+    return steps
+
+
+# -- what status / check report ------------------------------------------------------------
+@dataclass
+class PartlyApplied:
+    """An upgrade step that stopped half way, as its journal records it."""
+
+    revision: str
+    done: int
+    #: Statements the revision runs now (its script rendered offline); None if it cannot be rendered.
+    total: int | None
+    #: (ordinal, description) of a statement that was running when the process died.
+    in_flight: tuple[int, str] | None
+    #: False when a recorded statement differs from the script's: the rerun will refuse.
+    script_matches: bool = True
+
+    def describe(self) -> str:
+        of = f" of {self.total}" if self.total is not None else ""
+        text = f"revision {self.revision} partly applied: {self.done}{of} statements"
+        if self.in_flight is not None:
+            text += (f"; statement {self.in_flight[0]} ({self.in_flight[1]}) was running when the run stopped "
+                     "and may or may not be applied (the rerun checks)")
+        if not self.script_matches:
+            text += "; its script changed since, the rerun will refuse (operator guide: When an expand fails)"
+        else:
+            text += "; dbsync upgrade resumes after the applied statements"
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"revision": self.revision, "done": self.done, "total": self.total,
+                "in_flight": None if self.in_flight is None else
+                {"statement": self.in_flight[0], "description": self.in_flight[1]},
+                "script_matches": self.script_matches}
+
+
+def planned_statements(script: ScriptDirectory, revision: str, connection: Connection) -> list[str] | None:
+    """The SQL text of every statement *revision*'s upgrade() runs on this dialect, rendered offline
+    (no database access); None when the script cannot run offline."""
+    rev = script.get_revision(revision)
+    if rev is None:
+        return None
+    context = MigrationContext.configure(dialect=connection.dialect,
+                                         opts={"as_sql": True, "output_buffer": io.StringIO()})
+    texts: list[str] = []
+
+    def record(construct: Any, *args: Any, **kwargs: Any) -> None:
+        texts.append(statement_text(construct, connection))
+
+    context.impl._exec = record
+    previous = getattr(alembic_op, "_proxy", None)
+    try:
+        with Operations.context(context):
+            rev.module.upgrade()
+    except Exception:  # noqa: BLE001 - a script that needs the database online: total unknown
+        return None
+    finally:
+        if previous is not None:
+            previous._install_proxy()
+    return texts
+
+
+def partly_applied(connection: Connection, script: ScriptDirectory) -> list[PartlyApplied]:
+    """Every revision the journal says stopped half way."""
+    found = []
+    for revision, entries in read_entries(connection).items():
+        planned = planned_statements(script, revision, connection)
+        running = [(o, e.description) for o, e in entries.items() if e.state == RUNNING]
+        matches = planned is None or all(
+            o <= len(planned) and digest(planned[o - 1]) == e.sql_hash for o, e in entries.items())
+        found.append(PartlyApplied(revision=revision, done=sum(e.state == DONE for e in entries.values()),
+                                   total=None if planned is None else len(planned),
+                                   in_flight=running[0] if running else None, script_matches=matches))
+    return found

@@ -1,0 +1,288 @@
+"""A failed expand is always recoverable: the statement journal, resume, and the INVALID index.
+
+On PostgreSQL and MariaDB a real lock holder makes a statement in the middle of
+an expand revision give up; what committed before it stays, ``status`` / ``check``
+say exactly how much, and a rerun (``dbsync upgrade --expand`` or plain
+``alembic upgrade``) resumes after it and reaches the head with every object once.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+import sqlalchemy as sa
+from alembic import command as alembic_command
+from alembic.config import Config
+
+from migrations_policy import cli
+
+from .expand_project import ExpandProject
+
+PG_AND_MARIADB = pytest.mark.parametrize("backend", ["postgresql", "mysql"], indirect=True)
+
+#: Five statements on each dialect; the fourth is the one a lock holder on ``loans`` blocks.
+BODY = """
+op.add_column("books", sa.Column("isbn", sa.String(20)))
+op.add_column("books", sa.Column("pages", sa.Integer))
+if dialect == "postgresql":
+    with op.get_context().autocommit_block():
+        op.create_index("ix_books_isbn", "books", ["isbn"], postgresql_concurrently=True)
+    op.create_foreign_key("fk_loans_book_id", "loans", "books", ["book_id"], ["id"], postgresql_not_valid=True)
+else:
+    op.create_index("ix_books_isbn", "books", ["isbn"])
+    op.add_column("loans", sa.Column("due", sa.Integer))
+op.add_column("loans", sa.Column("note", sa.String(40)))
+"""
+
+
+@pytest.fixture
+def project(tmp_path, db_url):
+    proj = ExpandProject(tmp_path, db_url, BODY)
+    alembic_command.upgrade(Config(str(proj.ini)), "r1_release1")
+    with proj.engine.begin() as conn:
+        conn.execute(sa.text("INSERT INTO books (id, title) VALUES (1, 'a'), (2, 'b')"))
+        conn.execute(sa.text("INSERT INTO loans (id, book_id, who) VALUES (1, 1, 'x')"))
+    yield proj
+    proj.engine.dispose()
+
+
+def hold_loans(engine: sa.Engine, release: threading.Event) -> threading.Thread:
+    """An application transaction that keeps a lock on ``loans`` the 4th statement needs, until *release*."""
+    ready = threading.Event()
+
+    def hold():
+        with engine.connect() as conn:
+            if engine.dialect.name == "postgresql":
+                conn.execute(sa.text("LOCK TABLE loans IN ROW EXCLUSIVE MODE"))  # what an INSERT takes
+            else:
+                conn.execute(sa.text("SELECT count(*) FROM loans")).scalar()  # metadata lock until commit
+            ready.set()
+            release.wait(60)
+            conn.rollback()
+
+    thread = threading.Thread(target=hold, daemon=True)
+    thread.start()
+    assert ready.wait(10)
+    return thread
+
+
+def dbsync(proj: ExpandProject, capsys, *args: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = cli.dbsync_main(["-c", str(proj.ini), *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def fail_at_fourth_statement(proj: ExpandProject, capsys) -> str:
+    release = threading.Event()
+    holder = hold_loans(proj.engine, release)
+    try:
+        code, _, err = dbsync(proj, capsys, "upgrade", "--expand")
+    finally:
+        release.set()
+        holder.join()
+    assert code == 2, err
+    assert error_line(err).startswith("dbsync: error: gave up waiting for a lock after every retry")
+    return err
+
+
+def error_line(err: str) -> str:
+    """The one error line (warnings about retries may come before it), and no traceback."""
+    assert "Traceback" not in err, err
+    errors = [line for line in err.splitlines() if line.startswith("dbsync: error:")]
+    assert len(errors) == 1, err
+    return errors[0]
+
+
+def expanded_once(proj: ExpandProject) -> None:
+    assert proj.heads() == ["r2_expand"]
+    assert proj.columns("books") == ["id", "title", "isbn", "pages"]
+    loans = ["id", "book_id", "who", "note"] if proj.engine.dialect.name == "postgresql" \
+        else ["id", "book_id", "who", "due", "note"]
+    assert proj.columns("loans") == loans
+    assert proj.indexes("books") == ["ix_books_isbn"]
+    if proj.engine.dialect.name == "postgresql":
+        fks = sa.inspect(proj.engine).get_foreign_keys("loans")
+        assert [fk["name"] for fk in fks] == ["fk_loans_book_id"]
+    assert proj.journal() == []  # cleared with the version
+
+
+@PG_AND_MARIADB
+@pytest.mark.parametrize("rerun", ["dbsync", "alembic"])
+def test_lock_give_up_mid_revision_then_status_says_how_far_and_rerun_resumes(project, capsys, rerun):
+    fail_at_fourth_statement(project, capsys)
+    assert project.heads() == ["r1_release1"]
+    assert project.columns("books") == ["id", "title", "isbn", "pages"]  # committed before the give-up
+    assert project.journal() == [(1, "done"), (2, "done"), (3, "done")]
+
+    code, out, _ = dbsync(project, capsys, "status")
+    assert code == 0
+    assert "revision r2_expand partly applied: 3 of 5 statements" in out
+    code, out, _ = dbsync(project, capsys, "--format", "json", "status")
+    partial = json.loads(out)["partly_applied"]
+    assert partial == [{"revision": "r2_expand", "done": 3, "total": 5, "in_flight": None, "script_matches": True}]
+    code, out, _ = dbsync(project, capsys, "check")
+    assert code == 3
+    assert "run dbsync upgrade --expand" in out and "3 of 5 statements" in out
+
+    if rerun == "dbsync":
+        code, out, err = dbsync(project, capsys, "upgrade", "--expand")
+        assert code == 0, err
+    else:
+        alembic_command.upgrade(Config(str(project.ini)), "expand@heads")
+    expanded_once(project)
+    code, out, _ = dbsync(project, capsys, "status")
+    assert "partly applied" not in out
+
+
+@PG_AND_MARIADB
+def test_an_edited_script_is_refused_in_one_line_then_the_original_resumes(project, capsys):
+    fail_at_fourth_statement(project, capsys)
+    project.write_expand(BODY.replace('sa.Column("pages", sa.Integer)', 'sa.Column("pages", sa.BigInteger)'))
+    code, out, _ = dbsync(project, capsys, "status")
+    assert "3 of 5 statements" in out and "its script changed since, the rerun will refuse" in out
+
+    code, _, err = dbsync(project, capsys, "upgrade", "--expand")
+    assert code == 2
+    line = error_line(err)
+    assert "statement 2" in line and "the script changed since" in line
+    assert project.heads() == ["r1_release1"]
+    assert project.journal() == [(1, "done"), (2, "done"), (3, "done")]  # nothing more applied or forgotten
+
+    project.write_expand(BODY)
+    code, _, err = dbsync(project, capsys, "upgrade", "--expand")
+    assert code == 0, err
+    expanded_once(project)
+
+
+@PG_AND_MARIADB
+def test_a_script_shortened_below_what_was_applied_is_refused(project, capsys):
+    fail_at_fourth_statement(project, capsys)
+    project.write_expand('op.add_column("books", sa.Column("isbn", sa.String(20)))')
+    code, _, err = dbsync(project, capsys, "upgrade", "--expand")
+    assert code == 2
+    assert "applied 3 statement(s) but the script now has 1" in err
+    assert project.heads() == ["r1_release1"]
+
+
+# -- PostgreSQL: CREATE INDEX CONCURRENTLY that gives up leaves an INVALID index ------------------
+CONCURRENT_BODY = """
+op.add_column("books", sa.Column("isbn", sa.String(20)))
+with op.get_context().autocommit_block():
+    op.create_index("ix_books_isbn", "books", ["isbn"], postgresql_concurrently=True)
+op.add_column("books", sa.Column("pages", sa.Integer))
+"""
+
+
+def hold_snapshot(engine: sa.Engine, seconds: float) -> threading.Thread:
+    """A long REPEATABLE READ transaction: CREATE INDEX CONCURRENTLY waits for its snapshot."""
+    ready = threading.Event()
+
+    def hold():
+        with engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn:
+            conn.execute(sa.text("SELECT count(*) FROM loans")).scalar()
+            ready.set()
+            time.sleep(seconds)
+            conn.rollback()
+
+    thread = threading.Thread(target=hold, daemon=True)
+    thread.start()
+    assert ready.wait(10)
+    return thread
+
+
+def index_validity(engine: sa.Engine) -> list[bool]:
+    with engine.connect() as conn:
+        return [r[0] for r in conn.execute(sa.text(
+            "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+            "WHERE c.relname = 'ix_books_isbn'"))]
+
+
+@pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
+def test_concurrent_index_gives_up_then_rerun_drops_the_invalid_index_and_reaches_head(tmp_path, db_url, capsys):
+    proj = ExpandProject(tmp_path, db_url, CONCURRENT_BODY, lock_retries="0")
+    alembic_command.upgrade(Config(str(proj.ini)), "r1_release1")
+    holder = hold_snapshot(proj.engine, 3)
+    code, _, err = dbsync(proj, capsys, "upgrade", "--expand")
+    holder.join()
+    assert code == 2, err
+    assert index_validity(proj.engine) == [False]  # what the give-up left behind
+    code, out, _ = dbsync(proj, capsys, "status")
+    assert "revision r2_expand partly applied: 1 of 3 statements" in out
+
+    code, _, err = dbsync(proj, capsys, "upgrade", "--expand")
+    assert code == 0, err
+    assert proj.heads() == ["r2_expand"]
+    assert index_validity(proj.engine) == [True]
+    assert proj.columns("books") == ["id", "title", "isbn", "pages"]
+    proj.engine.dispose()
+
+
+@pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
+def test_concurrent_index_retry_within_the_run_rebuilds_the_invalid_index(tmp_path, db_url, capsys):
+    proj = ExpandProject(tmp_path, db_url, CONCURRENT_BODY, lock_retries="4")
+    alembic_command.upgrade(Config(str(proj.ini)), "r1_release1")
+    holder = hold_snapshot(proj.engine, 1.2)
+    code, out, err = dbsync(proj, capsys, "upgrade", "--expand")
+    holder.join()
+    assert code == 0, err
+    assert "gave up waiting for a lock and were retried" in out
+    assert proj.heads() == ["r2_expand"]
+    assert index_validity(proj.engine) == [True]
+    proj.engine.dispose()
+
+
+# -- deadlock victims are retried like lock timeouts ----------------------------------------------
+@pytest.mark.parametrize("backend", ["mysql"], indirect=True)
+def test_a_deadlock_victim_statement_is_retried_and_the_application_commits(tmp_path, db_url, capsys, caplog):
+    """InnoDB picks the lighter transaction as the victim: the revision's one-statement UPDATE, caught
+    in a cycle with an application transaction that changed many rows.  Retried, it succeeds."""
+    proj = ExpandProject(tmp_path, db_url, 'op.execute("UPDATE books SET title = \'r2\' WHERE id IN (1, 2)")',
+                         lock_retries="3", lock_timeout="5")
+    alembic_command.upgrade(Config(str(proj.ini)), "r1_release1")
+    with proj.engine.begin() as conn:
+        conn.execute(sa.text("INSERT INTO books (id, title) VALUES (1, 'a'), (2, 'b')"))
+        conn.execute(sa.text("INSERT INTO loans (id, book_id, who) VALUES " +
+                             ", ".join(f"({i}, 1, 'x')" for i in range(1, 301))))
+    ready, app_error = threading.Event(), []
+
+    def application():
+        with proj.engine.connect() as conn:
+            conn.execute(sa.text("UPDATE loans SET who = 'app'"))  # a heavy transaction
+            conn.execute(sa.text("UPDATE books SET title = 'app' WHERE id = 2"))
+            ready.set()
+            time.sleep(0.7)  # the revision now holds row 1 and waits for row 2
+            try:
+                conn.execute(sa.text("UPDATE books SET title = 'app' WHERE id = 1"))
+                conn.commit()
+            except sa.exc.DBAPIError as exc:
+                app_error.append(exc)
+
+    thread = threading.Thread(target=application, daemon=True)
+    thread.start()
+    assert ready.wait(10)
+    with caplog.at_level("WARNING", logger="migrations_policy.lock_timeout"):
+        code, out, err = dbsync(proj, capsys, "upgrade", "--expand")
+    thread.join()
+    assert app_error == []
+    assert code == 0, err
+    assert "chosen as a deadlock victim" in caplog.text
+    assert "1 statement(s) gave up waiting for a lock and were retried" in out
+    with proj.engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT title FROM books ORDER BY id")).scalars().all() == ["r2", "r2"]
+    assert proj.heads() == ["r2_expand"]
+    proj.engine.dispose()
+
+
+@PG_AND_MARIADB
+def test_stamping_a_partly_applied_revision_forgets_its_journal(project, capsys):
+    """Whatever moves the version (here a stamp after a repair by hand) makes the entries obsolete: a
+    later downgrade and upgrade must run every statement again, not "resume"."""
+    fail_at_fourth_statement(project, capsys)
+    alembic_command.stamp(Config(str(project.ini)), "r2_expand")
+    assert project.journal() == []
+    code, out, _ = dbsync(project, capsys, "status")
+    assert "partly applied" not in out
