@@ -430,7 +430,8 @@ DBSYNC_COMMANDS.append(CommandSpec(
 # -- lint (migrations-policy lint, dbsync lint) ----------------------------------
 LINT_FORMATS = ("text", "json", "github", "sarif", "junit")
 LINT_EXIT_CODES = {0: "no error findings (warnings allowed)", 1: "at least one error finding",
-                   2: "usage error, or an input that cannot be read or loaded (reported as MP000)"}
+                   2: "usage error, or an input that cannot be read or loaded (reported as MP000)",
+                   3: "internal error of the linter (a bug: one line on stderr; --debug prints the traceback)"}
 
 
 def _configure_lint(parser: argparse.ArgumentParser) -> None:
@@ -442,6 +443,12 @@ def _configure_lint(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=LINT_FORMATS, default="text", help="output format (default: text)")
     parser.add_argument("--config", metavar="FILE", help="extra settings file ([migrations_policy] ini or pyproject.toml)")
     parser.add_argument("--url", help="scratch database: scripts that cannot run offline run there, rolled back")
+    parser.add_argument("--debug", action="store_true", help="print the traceback of an internal error")
+    parser.add_argument("--select", action="append", metavar="CODES",
+                        help="report only these codes or prefixes (comma-separated, repeatable; MP000 always)")
+    parser.add_argument("--ignore", action="append", metavar="CODES", help="do not report these codes or prefixes")
+    parser.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings (3 stays 3)")
+    parser.add_argument("--statistics", action="store_true", help="print the number of findings per code instead")
 
 
 def _configure_dbsync_lint(parser: argparse.ArgumentParser) -> None:
@@ -457,7 +464,9 @@ DEVELOPER_COMMANDS.append(CommandSpec(
     "lint",
     "check migration scripts against the expand/contract policy",
     _configure_lint,
-    lambda args: lint_command.lint(args.paths, phase=args.phase, dialects=args.dialects, config_file=args.config, url=args.url),
+    lambda args: lint_command.lint(args.paths, phase=args.phase, dialects=args.dialects, config_file=args.config,
+                                   url=args.url, debug=args.debug, select=args.select, ignore=args.ignore,
+                                   exit_zero=args.exit_zero, statistics=args.statistics),
     description=_LINT_DESCRIPTION,
     exit_codes=LINT_EXIT_CODES,
 ))

@@ -269,6 +269,30 @@ def requirements_when_run(rev: Script, dialect_name: str) -> tuple[tuple[str, ..
     return tuple(dict.fromkeys(names)), problem
 
 
+def dropped_under_sync_triggers(rev: Script, dialect_name: str, triggers: list[Any]) -> list[str]:
+    """Live sync triggers whose column or table *rev*'s ``upgrade()`` drops without dropping the
+    trigger first (``op.drop_sync_trigger``): on MariaDB/SQLite every later write to the table
+    would fail.  One line each, naming the file."""
+    from alembic.operations import ops
+
+    from .offline_run import record_operations
+    from .sync_triggers import DropSyncTriggerOp
+
+    recorded, problem = record_operations(rev.module.upgrade, dialect_name)
+    if problem and dialect_name != "postgresql":  # SQLite's batch mode needs a live database to reflect
+        recorded, problem = record_operations(rev.module.upgrade, "postgresql")
+    columns = {(o.table_name, o.column_name) for o in recorded if isinstance(o, ops.DropColumnOp)}
+    tables = {o.table_name for o in recorded if isinstance(o, ops.DropTableOp)}
+    released = {(o.pair.table, o.pair.old, o.pair.new) for o in recorded if isinstance(o, DropSyncTriggerOp)}
+    return [f"{rev.path}: revision {rev.revision} drops {t.table}.{t.old if (t.table, t.old) in columns else t.new}"
+            f"{'' if t.table not in tables else ' (the table)'} while sync trigger {t.trigger} keeps "
+            f"{t.old} and {t.new} in step: call op.drop_sync_trigger({t.table!r}, old={t.old!r}, "
+            f"new={t.new!r}) before the drop"
+            for t in triggers
+            if (t.table, t.old, t.new) not in released
+            and (t.table in tables or (t.table, t.old) in columns or (t.table, t.new) in columns)]
+
+
 def phase_defect(rev: Script, requirements: Requirements) -> str | None:
     """Why *rev*'s branch, directory and content disagree, as one line naming its file, or None."""
     why = revision_phase_disagreement(phase_of(rev), rev.path, requirements.declared)
@@ -295,6 +319,7 @@ def evaluate(connection: Connection, script: ScriptDirectory, revisions: list[Sc
     applied = applied_revisions(script, current)
     fresh = not applied and schema_is_empty(connection, version_table)
     required = verdict.required
+    triggers: list[Any] | None = None  # the live sync triggers, read once a gated revision needs them
     for rev in revisions:
         requirements = requirements_of(rev)
         if stamping and not fresh:
@@ -315,6 +340,12 @@ def evaluate(connection: Connection, script: ScriptDirectory, revisions: list[Sc
         verdict.contract_revisions.append(rev.revision)
         if fresh:
             continue  # no data to migrate, no old code running
+        if triggers is None:
+            from .sync_triggers import sync_triggers
+
+            triggers = sync_triggers(connection)
+        if triggers and not stamping:  # a stamp drops nothing
+            verdict.defects.extend(dropped_under_sync_triggers(rev, connection.dialect.name, triggers))
         for parent in () if stamping else parents(script, rev):
             if phase_of(parent) == EXPAND and parent.revision not in applied:
                 verdict.missing_expand.append((rev.revision, parent.revision))

@@ -4,7 +4,7 @@ alembic's offline (``--sql``) mode sends nothing to the database: the operations
 render SQL into a buffer we throw away.  What we keep is the list of operation
 objects (``op.drop_column`` -> ``DropColumnOp``, ``op.require_data_migrations`` ->
 ``RequireDataMigrationsOp``, and the ops inside ``batch_alter_table``), captured at
-``Operations.invoke``.  The gate uses it to see every requirement a stamped revision
+``AbstractOperations.invoke`` (batch ops too).  The gate uses it to see every requirement a stamped revision
 declares, however it was called; ``dbsync rollback`` to see what a downgrade drops.
 """
 
@@ -31,6 +31,7 @@ def record_operations(fn: Callable[[], Any], dialect: Any,
     instead of its rendering (the journal counts a revision's statements so)."""
     from alembic import op as op_module
     from alembic.operations import Operations
+    from alembic.operations.base import AbstractOperations
     from alembic.runtime.migration import MigrationContext
 
     opts = {"as_sql": True, "output_buffer": io.StringIO(), "literal_binds": on_statement is None}
@@ -39,7 +40,7 @@ def record_operations(fn: Callable[[], Any], dialect: Any,
     if on_statement is not None:
         context.impl._exec = lambda construct, *args, **kwargs: on_statement(construct)
     recorded: list[Any] = []
-    original_invoke = Operations.invoke
+    original_invoke = AbstractOperations.invoke  # Operations and BatchOperations both inherit it
 
     def invoke(self: Any, operation: Any) -> Any:
         recorded.append(operation)
@@ -47,14 +48,14 @@ def record_operations(fn: Callable[[], Any], dialect: Any,
 
     previous = getattr(op_module, "_proxy", None)
     operations = Operations(context)
-    Operations.invoke = invoke  # type: ignore[method-assign]  (BatchOperations inherits it)
+    AbstractOperations.invoke = invoke  # type: ignore[method-assign]
     operations._install_proxy()
     try:
         fn()
     except Exception as exc:  # the project's script, run where it was not written to run
         return recorded, f"{type(exc).__name__}: {first_line(exc)}"
     finally:
-        Operations.invoke = original_invoke  # type: ignore[method-assign]
+        AbstractOperations.invoke = original_invoke  # type: ignore[method-assign]
         operations._remove_proxy()
         if previous is not None:
             previous._install_proxy()

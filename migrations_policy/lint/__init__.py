@@ -29,7 +29,7 @@ from typing import Callable, Iterable
 from ..config import DIALECTS, Settings
 from ..errors import UsageError
 from .cache import Cache, cache_dir
-from .headers import PHASES, Header, PhaseResolver, read_header
+from .headers import PHASES, UNKNOWN, Header, PhaseResolver, read_header
 from .options import Options
 from .report import Finding, LintReport
 
@@ -100,6 +100,28 @@ def collect(paths: Iterable[str | Path], headers: dict | None = None,
     return list(dict.fromkeys(files))
 
 
+def _phase_disagreements(files: list[Path], resolver: PhaseResolver) -> dict[Path, list]:
+    """MP121 (as a cached hit list) for each file whose label, directory and declared data migrations disagree.
+
+    Depends on the other files' headers (the branch is inherited), so it is decided each run, not cached.
+    Only files in an ``expand``/``contract`` directory or declaring data migrations can disagree: the policy
+    (``policy.phases``) is imported only for them, so a warm run of a project without that layout imports none."""
+    found = {}
+    for path in files:
+        header = resolver.header(path)
+        if header is None or header.revision is None or not (header.requires_data or path.parent.name in PHASES):
+            continue
+        branch = resolver.branch(path)
+        if branch == UNKNOWN:
+            continue  # its parentage is outside the linted files: alembic's branch is not known here
+        from ..policy.phases import revision_phase_disagreement
+
+        why = revision_phase_disagreement(branch, str(path), header.requires_data)
+        if why:
+            found[path] = [1, "MP121", f"revision {header.revision}: {why}", "", "error"]
+    return found
+
+
 def run(
     paths: Iterable[str | Path],
     *,
@@ -131,7 +153,7 @@ def run(
     options = Options(dialects=dialects, postgresql_version=settings.postgresql_version,
                       timeout=getattr(settings, "lint_timeout", 10.0), url=url)
     options_key = options.key()
-    resolver = PhaseResolver(files, headers, cache.header, listings) if phase is None else None
+    resolver = PhaseResolver(files, headers, cache.header, listings)
     planned = []  # (path, phase, cache key, cached [line, code, message, dialect, default severity] lists or None)
     for path in files:
         file_phase = phase or (phases or {}).get(path) or resolver.phase(path)
@@ -139,19 +161,28 @@ def run(
         key = cache.key(digest, file_phase, options_key) if digest is not None else None
         planned.append((path, file_phase, key, cache.get(key) if key else None))
     missing = [(path, file_phase) for path, file_phase, _, hits in planned if hits is None]
+    report = LintReport(files=len(files), paths=[str(path) for path in files])
     if missing:
         from .parallel import analyse_all
 
-        analysed = iter(analyse_all(missing, options))
-    report = LintReport(files=len(files))
+        analysis = analyse_all(missing, options)
+        analysed = iter(enumerate(analysis.hits))
+        for index, (message, trace) in sorted(analysis.internal.items()):
+            report.internal.append((str(missing[index][0]), message, trace))
     overrides = settings.severity
     append = report.findings.append
+    disagreements = _phase_disagreements(files, resolver)
     for path, file_phase, key, hits in planned:
         if hits is None:
-            hits = next(analysed)
-            if key and not any(hit[1] == "MP000" for hit in hits):
-                cache.put(key, hits)
+            index, hits = next(analysed)
+            if index in analysis.internal:
+                hits = [[1, "MP000", f"internal error of the linter while analysing this script: "
+                         f"{analysis.internal[index][0]} (please report it; --debug prints the traceback)", "", "error"]]
+            elif key and not any(hit[1] == "MP000" for hit in hits):
+                cache.put(key, hits, analysis.modules.get(index, ()))
         name = str(path)
+        if path in disagreements:
+            hits = [disagreements[path], *hits]
         for line, code, message, dialect, default in hits:
             severity = default if code == "MP000" else overrides.get(code, default)
             if severity != "off":

@@ -7,7 +7,9 @@ assignments bind names when their value can be computed; ``with`` blocks are ent
 (``batch_alter_table``, ``autocommit_block``); ``if`` tests are evaluated when possible
 (``op.get_context().dialect.name == "postgresql"``), otherwise both branches are
 scanned; ``for`` loops over computable sequences bind each item, otherwise the body is
-scanned once; calls to functions defined in the script are followed.  An ``op.*``
+scanned once; calls to functions defined in the script, or in the project's own modules
+it imports (not installed packages), are followed (a helper module's ops are reported at
+the line of the script that calls it).  An ``op.*``
 call whose arguments cannot be computed is recorded from its literal arguments (its
 kind, table and column), and SQL built with f-strings is classified with placeholders.
 """
@@ -15,11 +17,14 @@ kind, table and column), and SQL built with f-strings is classified with placeho
 from __future__ import annotations
 
 import ast
+import inspect
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..policy import model as m
 from ..policy.sql import from_sql
+from .loader import is_local_file
 from .recorder import Recording, recording
 
 MAX_DEPTH = 8
@@ -35,6 +40,61 @@ _METHODS = {
     "create_check_constraint": (m.ADD_CHECK, 1), "create_primary_key": (m.ADD_PK, 1),
     "drop_constraint": (m.DROP_CONSTRAINT, 1), "bulk_insert": (m.INSERT, 0),
 }
+
+
+#: Keyword arguments that name the table / the column of an op call.
+_TABLE_KEYWORDS = ("table_name", "source_table", "source", "table")
+_COLUMN_KEYWORDS = ("column_name", "column")
+#: Calls that change rows: ``session.query(X).update(...)``, ``table.delete()``, ``session.add(obj)``...
+_DML_METHODS = {"update": m.UPDATE, "delete": m.DELETE, "insert": m.INSERT, "add": m.INSERT, "add_all": m.INSERT,
+                "merge": m.INSERT, "bulk_insert_mappings": m.INSERT, "bulk_save_objects": m.INSERT,
+                "bulk_update_mappings": m.UPDATE}
+_ORM_RECEIVERS = ("session", "query")
+
+
+def _keyword(kws: dict[str, ast.AST], names: tuple[str, ...]) -> ast.AST | None:
+    return next((kws[name] for name in names if name in kws), None)
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _mentions_orm(node: ast.AST) -> bool:
+    """Whether the receiver chain of a call goes through a session or ``.query(...)``."""
+    for sub in ast.walk(node):
+        name = sub.attr if isinstance(sub, ast.Attribute) else sub.id if isinstance(sub, ast.Name) else ""
+        if any(word in name.lower() for word in _ORM_RECEIVERS):
+            return True
+    return False
+
+
+def _dml_kind(call: ast.Call) -> str | None:
+    """The DML kind of ``X.update()`` / ``sa.delete(t)`` / ``session.add(o)`` / ``session.query(M).delete()``."""
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        kind = _DML_METHODS.get(func.attr)
+        if kind is None:
+            return None
+        if func.attr in ("update", "delete", "insert"):
+            # table.update() / sa.update(t) / query.update({...}); not some_dict.update(other)
+            sqlalchemy = isinstance(func.value, ast.Name) and func.value.id in ("sa", "sqlalchemy")
+            if not call.args or sqlalchemy:
+                return kind
+        return kind if _mentions_orm(func.value) else None
+    if isinstance(func, ast.Name) and func.id in ("update", "delete", "insert") and call.args:
+        return _DML_METHODS[func.id]
+    return None
+
+
+def _chain_dml(node: ast.AST) -> str | None:
+    """``_dml_kind`` of the first DML call down a chain (``t.update().where(...).values(...)``)."""
+    while isinstance(node, ast.Call):
+        kind = _dml_kind(node)
+        if kind is not None:
+            return kind
+        node = node.func.value if isinstance(node.func, ast.Attribute) else None
+    return None
 
 
 @dataclass
@@ -71,6 +131,8 @@ class _Scanner:
         self.batch_tables: dict[str, str] = {}
 
     def eval(self, node: ast.AST, env: dict[str, Any]) -> Any:
+        if any(isinstance(n, ast.Name) and env.get(n.id) is _UNKNOWN for n in ast.walk(node)):
+            return _UNKNOWN  # never computed with a placeholder: it would reach op calls and messages
         code = compile(ast.fix_missing_locations(ast.Expression(body=node)), self.filename, "eval")
         try:
             return eval(code, {**self.globals, **env})  # noqa: S307 - the script's own expressions
@@ -174,12 +236,28 @@ class _Scanner:
         if isinstance(func, ast.Name) and func.id in self.functions and func.id not in env:
             self.helper(self.functions[func.id], node, env, depth)
             return _UNKNOWN
+        imported = self.imported_helper(func, env, node.lineno) if depth < MAX_DEPTH else None
+        if imported is not None:  # a helper of the project's own modules: followed like the script's own
+            self.helper(imported[0], node, env, depth, namespace=imported[1])
+            return _UNKNOWN
         value = self.eval(node, env)
         if value is _UNKNOWN and isinstance(func, ast.Attribute):
-            self.from_literals(node, func)
+            if not self.from_literals(node, func, env):
+                self.dml(node, func)
         return value
 
-    def helper(self, fn: ast.FunctionDef, node: ast.Call, env: dict[str, Any], depth: int) -> None:
+    def dml(self, node: ast.Call, func: ast.Attribute) -> None:
+        """DML that could not be computed: ORM sessions, ``table.update()`` / ``.delete()`` / ``.insert()``."""
+        kind = _chain_dml(node)
+        if kind is None and func.attr == "execute" and node.args:
+            kind = _chain_dml(node.args[0])
+        if kind is not None:
+            self.rec.add([m.Operation(kind=kind, source="source")], line=node.lineno)
+            self.unevaluated.append(node.lineno)
+
+    def helper(self, fn: ast.FunctionDef, node: ast.Call, env: dict[str, Any], depth: int,
+               namespace: dict[str, Any] | None = None) -> None:
+        """Scan *fn* called by *node*; *namespace*: the globals of a helper module's function."""
         local: dict[str, Any] = {}
         params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
         for name, arg in zip(params, node.args):
@@ -187,13 +265,39 @@ class _Scanner:
         for kw in node.keywords:
             if kw.arg:
                 local[kw.arg] = self.eval(kw.value, env)
-        defaults = fn.args.defaults
-        for name, default in zip(params[len(params) - len(defaults):], defaults):
-            local.setdefault(name, self.eval(default, {}))
-        self.run(fn, {k: v for k, v in local.items()}, depth + 1)
+        saved, self.globals = self.globals, self.globals if namespace is None else namespace
+        try:
+            defaults = fn.args.defaults
+            for name, default in zip(params[len(params) - len(defaults):], defaults):
+                local.setdefault(name, self.eval(default, {}))
+            self.run(fn, local, depth + 1)
+        finally:
+            self.globals = saved
 
-    def from_literals(self, node: ast.Call, func: ast.Attribute) -> None:
-        """Record an op call whose arguments cannot be computed, from its literal arguments."""
+    def imported_helper(self, func: ast.AST, env: dict[str, Any], line: int):
+        """``(FunctionDef, globals)`` of a function of the project's own modules that *func* names, every line
+        of it set to *line* (its ops are reported where the script calls it); None otherwise."""
+        if not isinstance(func, (ast.Name, ast.Attribute)):
+            return None
+        target = self.eval(func, env)
+        code = getattr(target, "__code__", None)
+        if not (inspect.isfunction(target) and is_local_file(code.co_filename)) or code.co_filename == self.filename:
+            return None
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(target)))
+        except (OSError, TypeError, SyntaxError, ValueError):
+            return None
+        fn = tree.body[0] if tree.body and isinstance(tree.body[0], ast.FunctionDef) else None
+        if fn is None:
+            return None
+        for sub in ast.walk(fn):
+            if hasattr(sub, "lineno"):
+                sub.lineno = sub.end_lineno = line
+        return fn, target.__globals__
+
+    def from_literals(self, node: ast.Call, func: ast.Attribute, env: dict[str, Any] | None = None) -> bool:
+        """Record an op call whose arguments cannot be computed, from its literal arguments (positional or
+        keyword); whether it was one."""
         base = func.value.id if isinstance(func.value, ast.Name) else None
         name = func.attr
         line = node.lineno
@@ -202,29 +306,31 @@ class _Scanner:
             if text is not None:
                 self.rec.add([op.with_(source="source") for op in from_sql(text)], line=line)
                 self.unevaluated.append(line)
-            return
+            return text is not None
         if name not in _METHODS or base is None:
-            return
+            return False
         kind, index = _METHODS[name]
         in_batch = base in self.batch_tables
         args = list(node.args)
+        kws = {kw.arg: kw.value for kw in node.keywords if kw.arg}
         if in_batch:
             table = self.batch_tables[base]
             index = -1
         else:
-            table = _const(args[index]) if len(args) > index else None
+            table_arg = args[index] if len(args) > index else _keyword(kws, _TABLE_KEYWORDS)
+            table = _const(table_arg) if not isinstance(table_arg, ast.Name) else (env or {}).get(table_arg.id)
         column = None
         if kind in (m.ADD_COLUMN, m.DROP_COLUMN, m.ALTER_TYPE):
-            column_arg = args[index + 1] if len(args) > index + 1 else None
+            column_arg = args[index + 1] if len(args) > index + 1 else _keyword(kws, _COLUMN_KEYWORDS)
             column = _const(column_arg) if not isinstance(column_arg, ast.Call) else _const(column_arg.args[0] if column_arg.args else None)
-        kws = {kw.arg: kw.value for kw in node.keywords if kw.arg}
-        ops = [m.Operation(kind=kind, table=table, column=column, source="source", in_batch=in_batch,
+        ops = [m.Operation(kind=kind, table=_text(table), column=_text(column), source="source", in_batch=in_batch,
                            concurrently=bool(_const(kws.get("postgresql_concurrently"))),
                            not_valid=bool(_const(kws.get("postgresql_not_valid"))))]
         if kind == m.ALTER_TYPE:
             ops = self._alter_column_kinds(ops[0], kws)
         self.rec.add(ops, line=line)
         self.unevaluated.append(line)
+        return True
 
     @staticmethod
     def _alter_column_kinds(op: m.Operation, kws: dict[str, ast.AST]) -> list[m.Operation]:
@@ -238,11 +344,21 @@ class _Scanner:
         return [op.with_(kind=k) for k in kinds] or [op.with_(kind=m.OTHER)]
 
 
+def _parameters(fn: ast.FunctionDef) -> dict[str, Any]:
+    """What a framework passes to ``upgrade(op, tables, ...)`` (``fakes.argument``), by parameter name."""
+    from alembic import op
+
+    from .fakes import argument
+
+    names = [a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
+    return {name: argument(name, op) for name in names}
+
+
 def scan(module, tree: ast.Module, dialect: str, filename: str) -> ScanResult:
     """Record ``upgrade()`` of *module* from its source (see the module docstring)."""
-    with recording(dialect, filename) as rec:
+    with recording(dialect, filename, strict=True) as rec:
         scanner = _Scanner(module, tree, filename, rec)
         upgrade = scanner.functions.get("upgrade")
         if upgrade is not None:
-            scanner.run(upgrade, {}, 0)
+            scanner.run(upgrade, _parameters(upgrade), 0)
     return ScanResult(recording=rec, unevaluated=scanner.unevaluated)

@@ -1,6 +1,6 @@
 """The content cache: findings per (file content, phase, options, rule set), behind a stat index.
 
-One file, ``lint-v3.marshal`` (Python's ``marshal`` format: read and written ~5x
+One file, ``lint-v4.marshal`` (Python's ``marshal`` format: read and written ~5x
 faster than JSON), in ``$MIGRATIONS_POLICY_CACHE_DIR`` or else
 ``.migrations_policy_cache/`` in the current directory (set the variable to ``off``
 to disable).  It holds two maps:
@@ -11,7 +11,9 @@ to disable).  It holds two maps:
   older than the index file itself is "racy" (the file may have changed again within
   the same clock tick) and is re-read.
 * ``results``: findings (with each rule's default severity) keyed by the content
-  hash, the phase and the options.
+  hash, the phase and the options, with the local modules the script imported
+  (path and sha256, as reported by the worker that ran it): a result whose helper
+  module changed (or is gone) is not used.
 
 Both belong to a fingerprint of the installed linter (version, Python's bytecode tag,
 and the size and mtime of every ``policy`` / ``lint`` module): a file written by
@@ -36,7 +38,7 @@ from .headers import Header, header_of_bytes
 
 ENV = "MIGRATIONS_POLICY_CACHE_DIR"
 DEFAULT_DIR = ".migrations_policy_cache"
-FILENAME = "lint-v3.marshal"
+FILENAME = "lint-v4.marshal"
 MAX_ENTRIES = 20000
 
 
@@ -96,9 +98,10 @@ class Cache:
             if not (isinstance(entry, list) and entry[:4] == stamp and max(stamp[:2]) < self._index_mtime):
                 with open(name, "rb") as fh:
                     data = fh.read()
-                header = header_of_bytes(data)
+                header = header_of_bytes(data, Path(name))
                 entry = stamp + [hashlib.sha256(data).hexdigest(),
-                                 [header.revision, list(header.down_revisions), list(header.branch_labels)]]
+                                 [header.revision, list(header.down_revisions), list(header.branch_labels),
+                                  header.requires_data]]
                 self.files.pop(name, None)
                 self.files[name] = entry
                 self.dirty = True
@@ -112,8 +115,8 @@ class Cache:
         entry = self._entry(path)
         if entry is None:
             return None
-        revision, downs, labels = entry[5]
-        return Header(revision, tuple(downs), tuple(labels))
+        revision, downs, labels, requires_data = entry[5]
+        return Header(revision, tuple(downs), tuple(labels), requires_data)
 
     def digest(self, path: Path) -> str | None:
         """The sha256 of *path*'s bytes; None when it cannot be read."""
@@ -127,12 +130,23 @@ class Cache:
         return "\0".join((digest, *parts))
 
     def get(self, key: str) -> list | None:
-        return self.results.get(key) if self.directory is not None else None
+        """The cached hits of *key*, unless a local module the script imported has changed since."""
+        if self.directory is None:
+            return None
+        found = self.results.get(key)
+        if not (isinstance(found, list) and len(found) == 2):
+            return None
+        hits, modules = found
+        for path, digest in modules:
+            if self.digest(Path(path)) != digest:
+                return None
+        return hits
 
-    def put(self, key: str, value: list) -> None:
+    def put(self, key: str, hits: list, modules: list[tuple[str, str]] = ()) -> None:
+        """Store *hits* for *key*, valid while each of *modules* (path, sha256) is unchanged."""
         if self.directory is not None:
             self.results.pop(key, None)
-            self.results[key] = value
+            self.results[key] = [hits, [list(module) for module in modules]]
             self.dirty = True
 
     def save(self) -> None:

@@ -10,9 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import sys
+import traceback
+
 from ..config import EXPAND
-from ..errors import UsageError
+from ..errors import PolicyError, UsageError
 from ..result import Result
+from .report import INTERNAL_ERROR
 
 if TYPE_CHECKING:
     from ..project import Project
@@ -23,6 +27,7 @@ class LintResult(Result):
     """Findings of ``lint``; renders as text, json, github, sarif or junit."""
 
     report: Any = None
+    show_statistics: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return self.report.to_dict()
@@ -31,13 +36,23 @@ class LintResult(Result):
         return self.render("text")
 
     def render(self, fmt: str) -> str:
-        from .reporters import render
+        from .reporters import render, statistics
 
+        if self.show_statistics:
+            return statistics(self.report)
         return render(self.report, fmt)
 
 
+class InternalError(PolicyError):
+    """The linter itself failed (a bug): one line, exit code ``INTERNAL_ERROR``."""
+
+    exit_code = INTERNAL_ERROR
+
+
 def lint(paths: list[str], *, phase: str | None = None, dialects: list[str] | None = None,
-         config_file: str | None = None, url: str | None = None, project: Project | None = None) -> LintResult:
+         config_file: str | None = None, url: str | None = None, project: Project | None = None,
+         debug: bool = False, select: list[str] | None = None, ignore: list[str] | None = None,
+         exit_zero: bool = False, statistics: bool = False) -> LintResult:
     """Lint migration scripts (files or version directories); no database needed.
 
     Settings come from pyproject.toml / setup.cfg in the current directory (or the
@@ -58,5 +73,28 @@ def lint(paths: list[str], *, phase: str | None = None, dialects: list[str] | No
     paths = paths or settings.paths
     if not paths:
         raise UsageError("lint: no PATH given and no 'paths' setting")
-    report = linter.run(paths, phase=phase, dialects=dialects or None, settings=settings, url=url, phases=phases)
-    return LintResult(exit_code=report.exit_code, report=report)
+    try:
+        report = linter.run(paths, phase=phase, dialects=dialects or None, settings=settings, url=url, phases=phases)
+    except PolicyError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a bug of the linter: one line, the traceback on request
+        if debug:
+            traceback.print_exc()
+        from .loader import one_line
+
+        raise InternalError(f"internal error of the linter: {one_line(exc)} (please report it; "
+                            f"{'the traceback is above' if debug else '--debug prints the traceback'})") from None
+    for path, message, trace in report.internal:
+        print(f"lint: internal error while analysing {path}: {message}", file=sys.stderr)
+        if debug:
+            print(trace, file=sys.stderr)
+    report.select(_codes(select), _codes(ignore))
+    exit_code = report.exit_code
+    if exit_zero and exit_code != INTERNAL_ERROR:
+        exit_code = 0
+    return LintResult(exit_code=exit_code, report=report, show_statistics=statistics)
+
+
+def _codes(values: list[str] | None) -> list[str]:
+    """``--select MP101,MP1 --select MP2`` -> ["MP101", "MP1", "MP2"] (upper-cased, empty parts dropped)."""
+    return [code.strip().upper() for value in values or () for code in value.split(",") if code.strip()]

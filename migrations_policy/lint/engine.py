@@ -18,7 +18,7 @@ from ..policy.script import annotate
 from . import rules
 from .ignores import find_ignores
 from .judge import judge_dialects, signature
-from .loader import LoadError, ScriptTimeout, line_in, compile_script, load_module, needs_database, one_line, read_source, sandbox, time_limit
+from .loader import LoadError, line_in, compile_script, load_module, needs_database, one_line, read_source, sandbox
 from .options import Options
 
 UNLOADABLE, OFFLINE, IGNORE_NO_REASON, UNUSED_IGNORE = "MP000", "MP001", "MP002", "MP003"
@@ -59,36 +59,42 @@ def _record_all(module, source: str, upgrade, path: Path, options: Options, hits
         if results and not dependent:
             results[dialect] = next(iter(results.values()))
             continue
-        try:
-            results[dialect] = recorder.record(upgrade, dialect, filename).ops
-        except (ScriptTimeout, KeyboardInterrupt):
-            raise
-        except BaseException as exc:  # noqa: BLE001 - sorted into "needs a database" or "broken script"
+        executed = None  # what ran offline, when it ran but cannot be trusted alone
+        recording, exc = recorder.run_offline(upgrade, dialect, filename)
+        if exc is not None:
             line = line_in(exc, filename)
-            if not needs_database(exc):
+            # After an (empty) inspection, the script's own error may come from the empty answers.
+            if not (needs_database(exc) or recording.inspected):
                 raise LoadError(f"upgrade() raised {one_line(exc)}", line) from None
-            if options.url:
-                from .scratch import record_on_scratch_database
-
-                results[dialect] = record_on_scratch_database(upgrade, options.url, filename)
+            reason = f"upgrade() cannot run offline ({one_line(exc)})"
+        else:
+            if not recording.inspected:
+                results[dialect] = recording.ops
                 continue
-            try:
-                from . import astscan  # only for scripts that cannot run offline
+            # Offline the database is empty: "if 'x' in columns: drop x" took one branch only.  Read every branch.
+            line, executed = recording.inspected, recording.ops
+            reason = "upgrade() inspected the database, which is empty offline"
+        if options.url:
+            from .scratch import record_on_scratch_database
 
-                tree = tree if tree is not None else ast.parse(source, filename)
-                scan = astscan.scan(module, tree, dialect, filename)
-            except (ScriptTimeout, KeyboardInterrupt):
-                raise
-            except Exception as scan_exc:  # noqa: BLE001 - the source could not be followed either
-                results[dialect] = []
-                hits.append(Hit(line or 1, OFFLINE, f"upgrade() cannot run offline ({one_line(exc)}) and its source "
-                                f"could not be followed ({one_line(scan_exc)}): NOT linted; run with --url SCRATCH_DB", dialect))
-                continue
-            results[dialect] = scan.recording.ops
-            message = (f"upgrade() cannot run offline ({one_line(exc)}); linted from source instead"
-                       f"{f', {len(set(scan.unevaluated))} op call(s) read from literals only' if scan.unevaluated else ''}"
-                       "; run with --url SCRATCH_DB to execute it")
-            hits.append(Hit(line or 1, OFFLINE, message, dialect))
+            results[dialect] = record_on_scratch_database(upgrade, options.url, filename)
+            continue
+        try:
+            from . import astscan  # only for scripts that cannot run offline
+
+            tree = tree if tree is not None else ast.parse(source, filename)
+            scan = astscan.scan(module, tree, dialect, filename)
+        except Exception as scan_exc:  # noqa: BLE001 - the source could not be followed either
+            results[dialect] = executed or []
+            outcome = "its offline run (empty database) was linted" if executed is not None else "NOT linted"
+            hits.append(Hit(line or 1, OFFLINE, f"{reason} and its source could not be followed "
+                            f"({one_line(scan_exc)}): {outcome}; run with --url SCRATCH_DB", dialect))
+            continue
+        results[dialect] = scan.recording.ops
+        message = (f"{reason}; linted from source instead"
+                   f"{f', {len(set(scan.unevaluated))} op call(s) read from literals only' if scan.unevaluated else ''}"
+                   "; run with --url SCRATCH_DB to execute it")
+        hits.append(Hit(line or 1, OFFLINE, message, dialect))
     return results
 
 
@@ -163,7 +169,7 @@ def analyse(path: Path, phase: str, options: Options, source: str | None = None)
         source = read_source(path) if source is None else source
         code = compile_script(source, path)
         hits: list[Hit] = []
-        with time_limit(options.timeout), sandbox():
+        with sandbox():
             module = load_module(code, path)
             upgrade = getattr(module, "upgrade", None)
             if not callable(upgrade):
@@ -172,9 +178,17 @@ def analyse(path: Path, phase: str, options: Options, source: str | None = None)
             results = _record_all(module, source, upgrade, path, options, hits, dependent)
     except LoadError as exc:
         return [Hit(exc.line, UNLOADABLE, str(exc))]
-    except ScriptTimeout:
-        return [Hit(1, UNLOADABLE, f"did not finish within {options.timeout:g} s (an endless loop or a blocking call?)")]
     except RecursionError:
         return [Hit(1, UNLOADABLE, "maximum recursion depth exceeded while running the script")]
+    hits = _same_on_every_dialect(hits)
     hits.extend(_merge_dialects(_apply_rules(results, phase, options), options.dialects))
     return _apply_ignores(source, sorted(hits, key=lambda h: (h.line, h.code)))
+
+
+def _same_on_every_dialect(hits: list[Hit]) -> list[Hit]:
+    """One hit for the same (line, code, message) on several dialects, naming them all (``MP001``)."""
+    merged: dict[tuple, list[str]] = {}
+    for hit in hits:
+        merged.setdefault((hit.line, hit.code, hit.message), []).append(hit.dialect)
+    return [Hit(line, code, message, ",".join(d for d in dialects if d)) for (line, code, message), dialects
+            in merged.items()]

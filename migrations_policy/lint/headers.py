@@ -1,5 +1,15 @@
 """Revision headers read from source text, and the phase of each script.
 
+``read_header(text, path)`` reads ``revision`` / ``down_revision`` / ``branch_labels``
+as alembic would find them on the imported module, without importing it: literals
+are read directly (the fast path); anything else -- several statements on one line
+(``revision = "a"; down_revision = None``), names and attributes
+(``branch_labels = (migration.CONTRACT_BRANCH,)``) -- is read from the module's AST,
+names resolved through the module's own constant assignments and through the modules
+it imports (their source found next to the script or in a parent directory, parsed,
+never executed).  It also says whether the revision declares required data
+migrations (``requires_data_migrations = ...`` or ``op.require_data_migrations(...)``).
+
 A script's phase is, in order: ``--phase``; the branch label (``expand`` /
 ``contract``) found by walking ``down_revision`` through the scripts in the same
 directories; a directory named ``expand`` or ``contract`` in its path; otherwise
@@ -18,6 +28,8 @@ from typing import Callable
 from ..config import CONTRACT, EXPAND
 
 PHASES = (EXPAND, CONTRACT)
+#: ``PhaseResolver.branch`` of a revision whose history is not all among the linted files.
+UNKNOWN = "?"
 _HEADER = re.compile(
     r"^(revision|down_revision|branch_labels)\s*(?::[^=\n]+)?=\s*(.+?)\s*(?:#.*)?$", re.MULTILINE
 )
@@ -28,6 +40,8 @@ class Header:
     revision: str | None
     down_revisions: tuple[str, ...]
     branch_labels: tuple[str, ...]
+    #: The revision declares required data migrations (the gate's definition of a contract revision).
+    requires_data: bool = False
 
 
 def _tuple(value) -> tuple[str, ...]:
@@ -63,8 +77,21 @@ def _literal(raw: str):
     return ast.literal_eval(raw)
 
 
-def read_header(text: str) -> Header:
-    values = {}
+_REQUIRES_ATTRIBUTE = re.compile(r"^requires_data_migrations\s*(?::[^=\n]+)?=\s*(.*)$", re.MULTILINE)
+_REQUIRES_CALL = re.compile(r"\.require_data_migrations\s*\(")
+_EMPTY = ("None", "()", "[]", "(,)", "set()", "frozenset()", "''", '""')
+
+
+def _requires_data(text: str) -> bool:
+    """``requires_data_migrations = <anything but an empty literal>`` or an ``op.require_data_migrations(`` call."""
+    if _REQUIRES_CALL.search(text):
+        return True
+    return any(value.split("#")[0].strip() not in _EMPTY for value in _REQUIRES_ATTRIBUTE.findall(text))
+
+
+def read_header(text: str, path: Path | None = None) -> Header:
+    values: dict[str, object] = {}
+    unresolved = False
     for name, raw in _HEADER.findall(text):
         if name in values:
             continue
@@ -72,26 +99,32 @@ def read_header(text: str) -> Header:
             values[name] = _literal(raw)
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             values[name] = None
+            unresolved = True
+    if unresolved:
+        from .header_ast import header_values
+
+        values.update(header_values(text, path))
     revision = values.get("revision")
     return Header(
         revision=revision if isinstance(revision, str) else None,
         down_revisions=_tuple(values.get("down_revision")),
         branch_labels=_tuple(values.get("branch_labels")),
+        requires_data=_requires_data(text),
     )
 
 
-def header_of_bytes(data: bytes) -> Header:
+def header_of_bytes(data: bytes, path: Path | None = None) -> Header:
     """``read_header`` of a file's bytes, decoded as ``_read`` reads it (UTF-8, universal newlines)."""
     text = data.decode("utf-8", errors="replace")
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return read_header(text[:20000])
+    return read_header(text[:20000], path)
 
 
 def _read(path: Path) -> Header | None:
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
-            return read_header(fh.read(20000))
+            return read_header(fh.read(20000), path)
     except OSError:
         return None
 
@@ -106,6 +139,7 @@ class PhaseResolver:
         self.by_revision: dict[str, Header] = {}
         self.by_path: dict[Path, Header | None] = dict(known or {})
         self._labels: dict[str, str | None] = {}
+        self._complete_memo: dict[str | None, bool] = {}
         listings = listings or {}
         candidates = dict.fromkeys(files)
         for directory in dict.fromkeys(path.parent for path in files):
@@ -140,6 +174,36 @@ class PhaseResolver:
         for revision in chain:
             self._labels[revision] = label
         return label
+
+    def header(self, path: Path) -> Header | None:
+        return self.by_path[path] if path in self.by_path else self._read(path)
+
+    def branch(self, path: Path) -> str | None:
+        """The expand/contract branch alembic puts the revision at *path* on (its label or inherited); None:
+        none; ``UNKNOWN`` when its history is not all there (a ``down_revision`` outside the linted files)."""
+        header = self.header(path)
+        if header is None:
+            return UNKNOWN
+        label = self._label(header)
+        return label if label or self._complete(header) else UNKNOWN
+
+    def _complete(self, header: Header) -> bool:
+        """Whether every ancestor of *header* is among the known scripts (memoized per revision)."""
+        memo, stack, seen = self._complete_memo, [header], set()
+        complete = True
+        while stack and complete:
+            current = stack.pop()
+            if current.revision in seen or memo.get(current.revision):
+                continue
+            seen.add(current.revision)
+            complete = memo.get(current.revision) is not False and all(
+                down in self.by_revision for down in current.down_revisions)
+            stack.extend(self.by_revision[down] for down in current.down_revisions if down in self.by_revision)
+        if complete:
+            memo.update(dict.fromkeys(seen, True))
+        else:
+            memo[header.revision] = False
+        return complete
 
     def phase(self, path: Path, header: Header | None = None) -> str:
         header = header or (self.by_path[path] if path in self.by_path else self._read(path))

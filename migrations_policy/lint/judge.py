@@ -41,6 +41,8 @@ def signature(op: Operation) -> tuple:
 def judge(op: Operation, dialect: str, context: Context, phase: str,
           facts: tuple | None = None) -> list[tuple[rules.Rule, str, Verdict]]:
     """(rule, headline, verdict) for each rule *op* breaks; *facts* is ``signature(op)`` when known."""
+    if op.only_on and op.only_on != dialect:
+        return []  # SQL of another dialect: it cannot run here (the policy's ``Operation.only_on``)
     key = (_signature(op) if facts is None else facts, dialect, context, phase)
     known = _memo.get(key)
     if known is None:
@@ -84,6 +86,8 @@ def judge_dialects(op: Operation, dialects: tuple[str, ...], context: Context, p
         found = []
         for dialect in dialects:
             found.extend(judge(op, dialect, context, phase, facts))
+            if (facts, dialect, context, phase) not in _memo:
+                continue  # not judged on this dialect (only_on)
             template, firing = _memo[(facts, dialect, context, phase)]
             known = (known or ()) + (((dialect, template, firing),) if firing else ())
         if len(_multi) >= _MEMO_LIMIT:

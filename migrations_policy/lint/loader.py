@@ -6,18 +6,17 @@ object (no AST: only the source fallback needs one); ``load_module(code, path)``
 executes it as a fresh module that is *not*
 left in ``sys.modules``, with ``sys.path`` restored afterwards (the current directory
 is prepended while the script runs, like alembic's ``prepend_sys_path = .``) and the
-script's prints swallowed.  ``time_limit(seconds)`` bounds a script that never
-returns.  Every failure is a ``LoadError`` with one line of text and a line number.
+script's prints swallowed.  (The time limit is the worker's: ``lint.worker`` kills a
+script that runs too long.)  Every failure is a ``LoadError`` with one line of text and a line number.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
-import signal
 import sys
-import threading
 import types
 import warnings
 from pathlib import Path
@@ -35,12 +34,17 @@ class LoadError(Exception):
         self.line = line or 1
 
 
-class ScriptTimeout(BaseException):
-    """Raised into a script that runs past its time limit (a BaseException: scripts' ``except Exception`` can't hide it)."""
+def _text(exc: BaseException) -> str:
+    try:
+        text = str(exc)
+        return text if isinstance(text, str) else ""
+    except BaseException:  # noqa: BLE001 - a script's exception whose __str__ raises
+        return "(its message cannot be printed)"
 
 
 def one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
+    """``Type: message`` on one line, at most ~300 characters, whatever the exception does in ``__str__``."""
+    text = " ".join(_text(exc).split())
     if len(text) > 300:
         text = text[:297] + "..."
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
@@ -72,6 +76,24 @@ def compile_script(source: str, path: Path) -> types.CodeType:
         raise LoadError(f"cannot compile: {one_line(exc)}") from None
 
 
+@functools.lru_cache(maxsize=1)
+def _installed_prefixes() -> tuple[str, ...]:
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    installed = {os.path.realpath(paths[name]) + os.sep for name in ("stdlib", "platstdlib", "purelib", "platlib")}
+    installed.add(os.path.realpath(os.path.dirname(os.path.dirname(__file__))) + os.sep)  # migrations_policy
+    return tuple(installed)
+
+
+def is_local_file(filename: str) -> bool:
+    """Whether *filename* is a project's own source: not the standard library, not an installed package,
+    not migrations_policy (a script's helper modules, which its cache entry and source scan follow)."""
+    if not filename.endswith(".py") or not os.path.isfile(filename):
+        return False
+    return not os.path.realpath(filename).startswith(_installed_prefixes())
+
+
 def line_in(exc: BaseException, filename: str) -> int:
     """The innermost line of *filename* in *exc*'s traceback (0 when absent)."""
     line, tb = 0, exc.__traceback__
@@ -84,7 +106,7 @@ def line_in(exc: BaseException, filename: str) -> int:
 
 def needs_database(exc: BaseException) -> bool:
     """Whether *exc* comes from offline mode's limits rather than from the script's own bug."""
-    if type(exc).__module__.split(".")[0] in _LIBRARIES or type(exc).__name__ == "OfflineResultError":
+    if str(getattr(type(exc), "__module__", "")).split(".")[0] in _LIBRARIES or type(exc).__name__ == "OfflineResultError":
         return True
     tb = exc.__traceback__
     while tb is not None and tb.tb_next is not None:
@@ -114,29 +136,8 @@ def load_module(code: types.CodeType, path: Path) -> types.ModuleType:
     sys.modules[name] = module  # dataclasses and pickling look their module up while it runs
     try:
         exec(code, module.__dict__)  # noqa: S102 - linting a migration means running its module
-    except ScriptTimeout:
-        raise
-    except (Exception, SystemExit) as exc:  # noqa: BLE001 - any import-time failure is one line
+    except BaseException as exc:  # noqa: BLE001 - any import-time failure is one line (KeyboardInterrupt too)
         raise LoadError(f"cannot import: {one_line(exc)}", line_in(exc, str(path))) from None
     finally:
         sys.modules.pop(name, None)
     return module
-
-
-@contextlib.contextmanager
-def time_limit(seconds: float) -> Iterator[None]:
-    """Raise ScriptTimeout in the running code after *seconds* (main thread only; elsewhere: no limit)."""
-    if seconds <= 0 or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def expire(signum, frame):
-        raise ScriptTimeout()
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)

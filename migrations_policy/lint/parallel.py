@@ -1,31 +1,54 @@
-"""Analyse the files a run could not answer from the cache, on several CPUs when it pays.
+"""Analyse the files a run could not answer from the cache, isolated from this process and from each other.
 
-``analyse_all(tasks, options)`` returns ``engine.analyse(path, phase, options)`` for
-every ``(path, phase)`` task, in order, each hit as the list the cache stores
-(``Hit.to_list()``: what crosses the process boundary is plain lists and strings).
-With at least ``MIN_FILES`` tasks and more than one CPU, contiguous chunks go to a
-``ProcessPoolExecutor`` whose workers are forked after alembic is imported (they
-share it instead of importing it again; the imported objects are ``gc.freeze()``-d
-first, so the workers' collections neither scan nor copy them); otherwise, where
-``fork`` is unavailable, or when this process runs other threads, they run in this
-process.
-``$MIGRATIONS_POLICY_LINT_JOBS`` sets the number of processes (``1``: no pool).
-If a worker dies (a script that calls ``os._exit``), the run falls back to this process.
+``analyse_all(tasks, options) -> Analysis`` returns, for every ``(path, phase)`` task
+and in order, the hits of ``engine.analyse`` as the lists the cache stores
+(``Hit.to_list()``), and the linter's own errors per task.
+
+No script runs in this process: a worker process (``lint.worker``, a fresh
+interpreter) forks one child per script, at most ``jobs()`` at a time, and kills a
+child that runs out of time.  Every file gets a verdict; what one script does cannot
+change another's (each child starts from the same state), so the results do not
+depend on the order of the files nor on the number of processes.
+``$MIGRATIONS_POLICY_LINT_JOBS`` sets that number (``1``: one script at a time).
+
+A script that kills or stops the worker itself: the worker is restarted for the
+rest, and each script that was running then is run again alone; if the worker dies
+again, that script's verdict is ``MP000``.
 """
 
 from __future__ import annotations
 
-import gc
+import marshal
 import os
-import threading
-from itertools import repeat
+import select
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from .engine import Options, analyse
+from .options import Options
 
 ENV = "MIGRATIONS_POLICY_LINT_JOBS"
-MIN_FILES = 64
-CHUNKS_PER_JOB = 4
+FRAME = struct.Struct("!I")
+#: Seconds the worker may stay silent beyond the time limit before it is declared stuck (a stopped worker).
+GRACE = 30.0
+_PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent.parent)
+
+
+class WorkerError(Exception):
+    """The worker process could not run at all (a bug or a broken installation); one line."""
+
+
+@dataclass
+class Analysis:
+    hits: list[list[list]]
+    #: index -> (message, traceback) of the linter's own errors.
+    internal: dict[int, tuple[str, str]] = field(default_factory=dict)
+    #: index -> [(path, sha256)] of the local modules the script imported (part of its cache entry).
+    modules: dict[int, list] = field(default_factory=dict)
 
 
 def jobs() -> int:
@@ -38,54 +61,112 @@ def jobs() -> int:
         return os.cpu_count() or 1
 
 
-def _analyse_chunk(chunk: list[tuple[Path, str]], options: Options) -> list[list[list]]:
-    return [[hit.to_list() for hit in analyse(path, phase, options)] for path, phase in chunk]
+def _env() -> dict[str, str]:
+    """The environment of the worker: this process's, with this copy of migrations_policy importable first."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH", "")) if p)
+    return env
 
 
-def _import_analysis_modules() -> None:
-    """alembic, SQLAlchemy (through ``recorder``) and sqlparse's keyword tables, with the cyclic GC paused.
+def _read_exactly(stream, size: int, deadline_seconds: float | None) -> bytes | None:
+    data = b""
+    fd = stream.fileno()
+    while len(data) < size:
+        if deadline_seconds is not None:
+            ready, _, _ = select.select([fd], [], [], deadline_seconds)
+            if not ready:
+                raise TimeoutError
+        chunk = os.read(fd, size - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return data
 
-    Their import allocates hundreds of thousands of objects and no garbage worth collecting:
-    collecting meanwhile costs ~6% of it.  Scripts find them imported.
+
+def _run_worker(tasks: list[tuple[int, Path, str]], options: Options, workers: int,
+                on_done) -> tuple[set[int], str]:
+    """Run *tasks* in one worker; ``on_done(index, hits, internal)`` per verdict.
+
+    Returns the indexes started but not judged when the worker ended early, and how it ended.
     """
-    enabled = gc.isenabled()
-    gc.disable()
+    job = {"dialects": list(options.dialects), "postgresql_version": options.postgresql_version,
+           "timeout": float(options.timeout), "url": options.url, "workers": workers,
+           "tasks": [(index, str(path), phase) for index, path, phase in tasks]}
+    silence = options.timeout + GRACE if options.timeout > 0 else None
+    started: set[int] = set()
+    with tempfile.TemporaryFile() as errors:
+        proc = subprocess.Popen([sys.executable, "-m", "migrations_policy.lint.worker"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=errors, env=_env(), start_new_session=True)
+        ended = ""
+        try:
+            proc.stdin.write(marshal.dumps(job))
+            proc.stdin.close()
+            while True:
+                size = _read_exactly(proc.stdout, FRAME.size, silence)
+                if size is None:
+                    break
+                frame = marshal.loads(_read_exactly(proc.stdout, FRAME.unpack(size)[0], silence) or b"")
+                if frame[0] == "start":
+                    started.add(frame[1])
+                else:
+                    started.discard(frame[1])
+                    on_done(*frame[1:])
+        except TimeoutError:
+            ended = f"stopped answering for {silence:g} s"
+        except (OSError, EOFError, ValueError, TypeError) as exc:  # a broken pipe or frame: the worker died
+            ended = f"broke its pipe ({type(exc).__name__})"
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL) if _group_alive(proc.pid) else proc.kill()
+            status = proc.wait()
+            proc.stdout.close()
+        if not ended:
+            ended = _describe(status)
+        if status == 0 or (started and (status < 0 or ended.startswith("stopped"))):
+            return started, ended  # finished, or killed / stopped (by a script?) while scripts ran
+        errors.seek(0)
+        last = [line for line in errors.read().decode("utf-8", "replace").splitlines() if line.strip()]
+        raise WorkerError(f"the lint worker process {ended}: {last[-1] if last else 'no message'}")
+
+
+def _group_alive(pgid: int) -> bool:
     try:
-        from ..policy.sql_lexer import _plain_word
-        from . import recorder  # noqa: F401
-
-        _plain_word("SELECT")
-    finally:
-        if enabled:
-            gc.enable()
+        os.killpg(pgid, 0)
+        return True
+    except OSError:
+        return False
 
 
-def _in_pool(tasks: list[tuple[Path, str]], options: Options, workers: int) -> list[list[list]]:
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    _import_analysis_modules()  # once, before the fork
-    gc.freeze()  # the imported modules' objects: the workers' collections skip them (and leave their pages shared)
-
-    size = -(-len(tasks) // (workers * CHUNKS_PER_JOB))
-    chunks = [tasks[i:i + size] for i in range(0, len(tasks), size)]
-    try:
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            return [hits for chunk in pool.map(_analyse_chunk, chunks, repeat(options)) for hits in chunk]
-    finally:
-        gc.unfreeze()
+def _describe(status: int) -> str:
+    if status < 0:
+        try:
+            return f"was killed by {signal.Signals(-status).name}"
+        except ValueError:
+            return f"was killed by signal {-status}"
+    return f"exited with status {status}"
 
 
-def analyse_all(tasks: list[tuple[Path, str]], options: Options) -> list[list[list]]:
-    workers = min(jobs(), len(tasks) // (MIN_FILES // 2) or 1) if len(tasks) >= MIN_FILES and not options.url else 1
-    if workers > 1 and threading.active_count() == 1:  # forking a threaded process risks its locks
-        import multiprocessing
-        from concurrent.futures.process import BrokenProcessPool
+def analyse_all(tasks: list[tuple[Path, str]], options: Options) -> Analysis:
+    hits: list[list[list] | None] = [None] * len(tasks)
+    analysis = Analysis(hits)  # type: ignore[arg-type]
 
-        if "fork" in multiprocessing.get_all_start_methods():
-            try:
-                return _in_pool(tasks, options, workers)
-            except (BrokenProcessPool, OSError):
-                pass
-    _import_analysis_modules()
-    return _analyse_chunk(tasks, options)
+    def done(index: int, found: list, internal, modules=()) -> None:
+        hits[index] = found
+        if internal:
+            analysis.internal[index] = tuple(internal)
+        if modules:
+            analysis.modules[index] = list(modules)
+
+    workers = 1 if options.url else max(1, min(jobs(), len(tasks)))
+    todo = [(i, path, phase) for i, (path, phase) in enumerate(tasks)]
+    while todo:
+        before = len(todo)
+        suspects, ended = _run_worker(todo, options, workers, done)
+        for index in sorted(suspects):  # each alone: which one ended the worker?
+            alone, how = _run_worker([(index, *tasks[index])], options, 1, done)
+            if alone:
+                hits[index] = [[1, "MP000", f"the script ended the linter's worker process (it {how})", "", "error"]]
+        todo = [(i, path, phase) for i, path, phase in todo if hits[i] is None]
+        if len(todo) == before:
+            raise WorkerError(f"the lint worker process {ended} without judging {len(todo)} file(s)")
+    return analysis

@@ -23,25 +23,11 @@ from typing import Any, Callable, Iterator
 from alembic.migration import MigrationContext
 from alembic.operations import BatchOperations, Operations
 from alembic.operations import ops as aops
-from sqlalchemy.engine.mock import MockConnection
 
 from ..policy import model as m
 from ..policy import sqlite as sqlite_policy
 from ..policy.alembic_ops import from_alembic, from_statement
-
-
-class OfflineResultError(RuntimeError):
-    """A script used the result of ``bind.execute()``, which offline mode cannot provide."""
-
-
-class _OfflineResult:
-    """What ``op.get_bind().execute()`` returns offline: any use of it is an offline limitation."""
-
-    def __getattr__(self, name: str):
-        raise OfflineResultError(f"the result of bind.execute() (.{name}) is not available offline")
-
-    def __iter__(self):
-        raise OfflineResultError("the rows of bind.execute() are not available offline")
+from .fakes import OFFLINE_RESULT, OfflineBind, OfflineResultError, call_upgrade  # noqa: F401 - re-exported
 
 
 @dataclass
@@ -51,6 +37,8 @@ class Recording:
     filename: str
     ops: list[tuple[m.Operation, int]] = field(default_factory=list)
     autocommit: int = 0
+    #: The line where the script first inspected the (offline, empty) database; 0: it did not.
+    inspected: int = 0
     #: > 0 while alembic itself executes an op (online mode): its SQL is not a raw statement.
     executing: int = 0
     _batch: list[m.Operation] | None = None
@@ -71,7 +59,12 @@ class Recording:
         if self._batch is not None:
             flags["in_batch"] = True
         for op in operations:
-            op = op.with_(**flags) if flags else op
+            changes = dict(flags)
+            for name in _NAMES:  # no placeholder object ever reaches the policy or a message
+                value = getattr(op, name)
+                if value is not None and not isinstance(value, str):
+                    changes[name] = _name(value)
+            op = op.with_(**changes) if changes else op
             self.ops.append((op, line))
             if self._batch is not None:
                 self._batch.append(op)
@@ -104,6 +97,15 @@ class Recording:
     def running_alembic(self):
         """Statements executed inside are alembic's own SQL, not raw statements (online mode)."""
         return self._counting("executing")
+
+
+_NAMES = ("table", "column", "name")
+
+
+def _name(value: Any) -> str | None:
+    """A name the script passed as something else than a string: a named SQLAlchemy object's name, else unknown."""
+    named = getattr(value, "name", None) if not isinstance(value, type) else None
+    return str(named) if isinstance(named, str) else None
 
 
 class _BatchTarget:
@@ -161,7 +163,7 @@ def _recording_operations(ctx: MigrationContext, rec: Recording, execute: bool) 
 _CONTEXTS: dict[str, MigrationContext] = {}
 
 
-def _offline_context(dialect: str, rec: Recording) -> MigrationContext:
+def _offline_context(dialect: str, rec: Recording, strict: bool) -> MigrationContext:
     ctx = _CONTEXTS.get(dialect)
     if ctx is None:
         ctx = MigrationContext.configure(
@@ -172,9 +174,14 @@ def _offline_context(dialect: str, rec: Recording) -> MigrationContext:
 
     def dump(construct, *multiparams, **params):
         rec.add(from_statement(construct))
-        return _OfflineResult()
+        return OFFLINE_RESULT
 
-    mock = MockConnection(ctx.dialect, dump)
+    def inspected():
+        if strict:
+            raise OfflineResultError("the database is not inspected when upgrade() is read from its source")
+        rec.inspected = rec.inspected or rec.line() or 1
+
+    mock = OfflineBind(ctx.dialect, dump, inspected)
     ctx.connection = mock
     ctx.impl.connection = mock
     return ctx
@@ -190,19 +197,51 @@ def _proxy(ops: Operations) -> Iterator[None]:
 
 
 @contextmanager
-def recording(dialect: str, filename: str) -> Iterator[Recording]:
-    """A context in which ``alembic.op`` records into the yielded ``Recording`` (offline)."""
+def _offline_environment(ctx: MigrationContext, dialect: str) -> Iterator[None]:
+    """``alembic.context`` as in ``alembic upgrade --sql``: ``is_offline_mode()`` is true, ``get_context()`` is *ctx*."""
+    from alembic.config import Config
+    from alembic.runtime.environment import EnvironmentContext
+
+    environment = EnvironmentContext(Config(), None, as_sql=True, dialect_name=dialect)
+    environment._migration_context = ctx
+    environment._install_proxy()
+    try:
+        yield
+    finally:
+        environment._remove_proxy()
+
+
+@contextmanager
+def recording(dialect: str, filename: str, strict: bool = False) -> Iterator[Recording]:
+    """A context in which ``alembic.op`` records into the yielded ``Recording`` (offline).
+
+    *strict*: inspecting the bind raises ``OfflineResultError`` (the source fallback treats
+    what it would answer as unknown) instead of answering as an empty database."""
     rec = Recording(filename)
-    ctx = _offline_context(dialect, rec)
-    with _proxy(_recording_operations(ctx, rec, execute=False)):
+    ctx = _offline_context(dialect, rec, strict)
+    with _offline_environment(ctx, dialect), _proxy(_recording_operations(ctx, rec, execute=False)):
         yield rec
 
 
-def record(upgrade: Callable[[], Any], dialect: str, filename: str) -> Recording:
-    """Run *upgrade* offline for *dialect*; exceptions propagate (with the partial recording lost)."""
-    with recording(dialect, filename) as rec:
-        upgrade()
+def record(upgrade: Callable[..., Any], dialect: str, filename: str) -> Recording:
+    """Run *upgrade* offline for *dialect*; its exceptions propagate."""
+    rec, error = run_offline(upgrade, dialect, filename)
+    if error is not None:
+        raise error
     return rec
+
+
+def run_offline(upgrade: Callable[..., Any], dialect: str, filename: str) -> tuple[Recording, BaseException | None]:
+    """Run *upgrade* offline for *dialect*: what it recorded, and what it raised (None when it returned)."""
+    from alembic import op
+
+    error = None
+    with recording(dialect, filename) as rec:
+        try:
+            call_upgrade(upgrade, op)
+        except BaseException as exc:  # noqa: BLE001 - the caller sorts it out (KeyboardInterrupt from a script too)
+            error = exc
+    return rec, error
 
 
 def record_online(upgrade: Callable[[], Any], connection, filename: str) -> Recording:
@@ -219,8 +258,10 @@ def record_online(upgrade: Callable[[], Any], connection, filename: str) -> Reco
 
     event.listen(connection, "before_cursor_execute", before_execute)
     try:
+        from alembic import op
+
         with _proxy(ops):
-            upgrade()
+            call_upgrade(upgrade, op)
     finally:
         event.remove(connection, "before_cursor_execute", before_execute)
     return rec

@@ -5,6 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 ERROR, WARNING = "error", "warning"
+#: The rules' documentation; ``rule_url(code)`` is a rule's page.
+RULES_URL = "https://github.com/migrations-policy/migrations-policy/blob/main/docs/rules"
+
+
+def rule_url(code: str) -> str:
+    """The page of rule *code* in the documentation (text, JSON, GitHub and SARIF output link to it)."""
+    return f"{RULES_URL}/{code}.rst"
+#: The exit code of a run in which the linter itself failed (a bug; never the findings' 1).
+INTERNAL_ERROR = 3
 
 
 @dataclass(frozen=True, init=False)
@@ -22,14 +31,29 @@ class Finding:
         self.__dict__.update(path=path, line=line, code=code, severity=severity, message=message, phase=phase,
                              dialect=dialect)
 
+    def select(self, select: list[str] | None = None, ignore: list[str] | None = None) -> None:
+        """Keep the findings whose code starts with one of *select* (all when empty) and none of *ignore*
+        (``MP1`` selects every ``MP1xx``).  ``MP000`` (a file not analysed) is always kept."""
+        def keep(code: str) -> bool:
+            if code == "MP000":
+                return True
+            return (not select or code.startswith(tuple(select))) and not (ignore and code.startswith(tuple(ignore)))
+
+        self.findings = [f for f in self.findings if keep(f.code)]
+
     def to_dict(self) -> dict:
-        return dict(self.__dict__)  # the seven fields, in order (dataclasses.asdict deep-copies: ~12x slower)
+        """The seven fields in order, and the rule's page (dataclasses.asdict deep-copies: ~12x slower)."""
+        return {**self.__dict__, "url": rule_url(self.code)}
 
 
 @dataclass
 class LintReport:
     findings: list[Finding] = field(default_factory=list)
     files: int = 0
+    #: Every file checked, in order (JUnit has a testcase for each, clean ones included).
+    paths: list[str] = field(default_factory=list)
+    #: (path, one-line message, traceback) of the linter's own errors (each file also has its MP000).
+    internal: list[tuple[str, str, str]] = field(default_factory=list)
 
     @property
     def errors(self) -> int:
@@ -45,10 +69,23 @@ class LintReport:
 
     @property
     def exit_code(self) -> int:
-        """0: no error findings; 1: error findings; 2: an input could not be read or loaded."""
+        """0: no error findings; 1: error findings; 2: an input could not be read or loaded;
+        3: an internal error of the linter (``INTERNAL_ERROR``)."""
+        if self.internal:
+            return INTERNAL_ERROR
         if self.unreadable:
             return 2
         return 1 if self.errors else 0
+
+    def select(self, select: list[str] | None = None, ignore: list[str] | None = None) -> None:
+        """Keep the findings whose code starts with one of *select* (all when empty) and none of *ignore*
+        (``MP1`` selects every ``MP1xx``).  ``MP000`` (a file not analysed) is always kept."""
+        def keep(code: str) -> bool:
+            if code == "MP000":
+                return True
+            return (not select or code.startswith(tuple(select))) and not (ignore and code.startswith(tuple(ignore)))
+
+        self.findings = [f for f in self.findings if keep(f.code)]
 
     def to_dict(self) -> dict:
         return {"findings": [f.to_dict() for f in self.findings], "files": self.files}

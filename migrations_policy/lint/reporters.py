@@ -2,23 +2,27 @@
 
 ``render(report, fmt)``; ``FORMATS`` lists the names.  The JSON shape is part of the
 stable interface: ``{"findings": [{"path", "line", "code", "severity", "message",
-"phase", "dialect"}...], "files": N}``.
+"phase", "dialect", "url"}...], "files": N}`` (``url``: the rule's page).
 """
 
 from __future__ import annotations
 
 from .. import __version__
-from .report import ERROR, LintReport
+from .report import ERROR, RULES_URL, LintReport, rule_url
 
 FORMATS = ("text", "json", "github", "sarif", "junit")
-INFORMATION_URI = "https://github.com/migrations-policy/migrations-policy/blob/main/docs/rules/index.rst"
+INFORMATION_URI = f"{RULES_URL}/index.rst"
 
 
 def text(report: LintReport) -> str:
+    """``path:line:col: CODE [severity] message (phase; dialects)`` per finding (ruff's and squawk's
+    shape; the column is 1: an operation is reported at its line), then each code's page once."""
     lines = [
-        f"{f.path}:{f.line}: {f.code} [{f.severity}] {f.message} ({f.phase}{'; ' + f.dialect if f.dialect else ''})"
+        f"{f.path}:{f.line}:1: {f.code} [{f.severity}] {f.message} ({f.phase}{'; ' + f.dialect if f.dialect else ''})"
         for f in report.findings
     ]
+    for code in sorted({f.code for f in report.findings}):
+        lines.append(f"  {code}: {rule_url(code)}")
     if report.findings:
         lines.append(f"{report.files} file(s) checked: {report.errors} error(s), {report.warnings} warning(s)"
                      + (f", {report.unreadable} unreadable" if report.unreadable else ""))
@@ -51,7 +55,7 @@ def github(report: LintReport) -> str:
     for f in report.findings:
         level = "error" if f.severity == ERROR else "warning"
         props = f"file={_escape_property(f.path)},line={f.line},title={_escape_property(f.code)}"
-        lines.append(f"::{level} {props}::{_escape_data(f'{f.code} {f.message}')}")
+        lines.append(f"::{level} {props}::{_escape_data(f'{f.code} {f.message} ({rule_url(f.code)})')}")
     return "\n".join(lines)
 
 
@@ -71,7 +75,7 @@ def sarif(report: LintReport) -> str:
                 "shortDescription": {"text": rule.summary},
                 "fullDescription": {"text": rule.doc},
                 "defaultConfiguration": {"level": rule.severity},
-                "helpUri": f"{INFORMATION_URI.rsplit('/', 1)[0]}/{rule.code}.rst",
+                "helpUri": rule_url(rule.code),
             }
             for rule in all_rules
         ],
@@ -103,7 +107,7 @@ def sarif(report: LintReport) -> str:
 def junit(report: LintReport) -> str:
     from xml.etree import ElementTree as ET  # only for this format
 
-    by_path: dict[str, list] = {}
+    by_path: dict[str, list] = {path: [] for path in report.paths}  # a clean file is a passing testcase
     for f in report.findings:
         by_path.setdefault(f.path, []).append(f)
     failures = sum(1 for fs in by_path.values() if any(f.severity == ERROR for f in fs))
@@ -117,9 +121,26 @@ def junit(report: LintReport) -> str:
         if errors:
             failure = ET.SubElement(case, "failure", message=f"{len(errors)} error finding(s)", type=errors[0].code)
             failure.text = body
-        else:
+        elif body:
             ET.SubElement(case, "system-out").text = body
     return ET.tostring(suites, encoding="unicode", xml_declaration=True)
+
+
+def statistics(report: LintReport) -> str:
+    """Findings counted per code, most frequent first (``--statistics``, like ruff's)."""
+    from collections import Counter
+
+    from . import rules
+
+    counts = Counter(f.code for f in report.findings)
+    lines = []
+    for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+        try:
+            name = rules.get(code).name
+        except KeyError:
+            name = ""
+        lines.append(f"{count:6} {code} {name}".rstrip())
+    return "\n".join(lines)
 
 
 _RENDERERS = {"text": text, "json": json_, "github": github, "sarif": sarif, "junit": junit}

@@ -68,13 +68,23 @@ def _add_column(op: aops.AddColumnOp) -> list[m.Operation]:
     return ops
 
 
+def _appends_enum_members(op: aops.AlterColumnOp) -> bool:
+    """An ``Enum`` column whose new type only appends members to ``existing_type``'s (same order): no
+    dialect rewrites for it (MySQL appends in place; PostgreSQL adds enum values with ``ALTER TYPE``)."""
+    old, new = op.existing_type, op.modify_type
+    old_members, new_members = getattr(old, "enums", None), getattr(new, "enums", None)
+    if not (isinstance(old_members, list) and isinstance(new_members, list)):
+        return False
+    return len(new_members) > len(old_members) and new_members[:len(old_members)] == old_members
+
+
 def _alter_column(op: aops.AlterColumnOp) -> list[m.Operation]:
     base = m.Operation(kind=m.OTHER, table=op.table_name, column=op.column_name)
     ops = []
     if op.modify_name:
         ops.append(base.with_(kind=m.RENAME_COLUMN, name=op.modify_name))
     if op.modify_type is not None:
-        ops.append(base.with_(kind=m.ALTER_TYPE))
+        ops.append(base.with_(kind=m.ENUM_ADD_VALUE if _appends_enum_members(op) else m.ALTER_TYPE))
     if op.modify_nullable is not None:
         ops.append(base.with_(kind=m.DROP_NOT_NULL if op.modify_nullable else m.SET_NOT_NULL))
     if op.modify_server_default is not False:

@@ -101,6 +101,10 @@ class Operation:
     #: The value of a session setting (``name="foreign_key_checks"``, ``value="off"``) or
     #: a transaction statement (``name="transaction"``, ``value="commit"``).
     value: str = ""
+    #: The one dialect whose SQL syntax this is ("" when portable or not raw SQL): raw
+    #: ``CONVERT TO CHARACTER SET`` / ``MODIFY`` is MySQL's, ``ALTER TYPE`` PostgreSQL's.
+    #: On another dialect the statement cannot run, so nothing is judged there.
+    only_on: str = ""
     #: Where it came from: "alembic", "sql" or "source" (AST fallback), and a short text.
     source: str = "alembic"
     text: str = ""

@@ -208,16 +208,16 @@ def _alter_table_action(table: str, toks: list[Tok], base: m.Operation) -> list[
         return _alter_column(table, cur, base)
     if cur.accept("MODIFY"):
         cur.accept("COLUMN")
-        return [base.with_(kind=m.ALTER_TYPE, table=table, column=cur.name())]
+        return [base.with_(kind=m.ALTER_TYPE, table=table, column=cur.name(), only_on="mysql")]
     if cur.accept("CHANGE"):
         cur.accept("COLUMN")
         old, new = cur.name(), cur.name()
-        ops = [base.with_(kind=m.ALTER_TYPE, table=table, column=old)]
+        ops = [base.with_(kind=m.ALTER_TYPE, table=table, column=old, only_on="mysql")]
         if new and old != new:
-            ops.insert(0, base.with_(kind=m.RENAME_COLUMN, table=table, column=old))
+            ops.insert(0, base.with_(kind=m.RENAME_COLUMN, table=table, column=old, only_on="mysql"))
         return ops
     if cur.accept("CONVERT", "TO", "CHARACTER", "SET") or cur.accept("CONVERT", "TO", "CHARSET"):
-        return [base.with_(kind=m.CONVERT_CHARSET, table=table)]
+        return [base.with_(kind=m.CONVERT_CHARSET, table=table, only_on="mysql")]
     if cur.accept("VALIDATE", "CONSTRAINT"):
         return [base.with_(kind=m.VALIDATE_CONSTRAINT, table=table, name=cur.name())]
     return []
@@ -234,7 +234,7 @@ def _alter(cur: _Cursor, base: m.Operation) -> list[m.Operation]:
     if cur.accept("TYPE"):
         name = cur.name()
         kind = m.ENUM_ADD_VALUE if cur.accept("ADD", "VALUE") else m.OTHER
-        return [base.with_(kind=kind, name=name)]
+        return [base.with_(kind=kind, name=name, only_on="postgresql")]
     return [base.with_(kind=m.OTHER)]
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
 from migrations_policy.gate import NotWired
 
@@ -115,3 +116,28 @@ def test_check_and_status_name_a_mis_parented_contract_revision(expanded, capsys
     assert {"extra", "name"} <= expanded.columns("nodes")
     assert expanded.dbsync("status") == 0
     assert "cannot be applied as they stand" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("forgotten", ["extra", "name", "both"])
+def test_a_contract_that_drops_a_column_under_a_live_sync_trigger_is_refused(expanded, capsys, forgotten):
+    """Without op.drop_sync_trigger first, the drop would leave a trigger that fails every later write
+    (MariaDB, SQLite): refused before any DDL, naming the file, the column and the trigger."""
+    path = expanded.ini.parent / CONTRACT_SCRIPT
+    text = path.read_text()
+    lines = {"extra": '    op.drop_sync_trigger("nodes", old="extra", new="meta")  # before the columns they use go\n',
+             "name": '    op.drop_sync_trigger("nodes", old="name", new="display_name")\n'}
+    for column in (("extra", "name") if forgotten == "both" else (forgotten,)):
+        assert lines[column] in text
+        text = text.replace(lines[column], "")
+    path.write_text(text)
+    assert expanded.dbsync("online_data_migrations") == 0
+    capsys.readouterr()
+    assert expanded.dbsync("upgrade", "--contract") == 4
+    err = capsys.readouterr().err
+    assert str(path) in err and "op.drop_sync_trigger" in err
+    for column in (("extra", "name") if forgotten == "both" else (forgotten,)):
+        assert f"drops nodes.{column} while sync trigger" in err
+    assert {"extra", "name"} <= expanded.columns("nodes")
+    assert expanded.dbsync("upgrade", "--contract", "--force") == 4  # a defect, not forceable
+    with expanded.engine.begin() as conn:  # writes still work
+        conn.execute(sa.text("UPDATE nodes SET extra = 'x' WHERE id = 1"))

@@ -37,17 +37,17 @@ def path(tmp_path):
 
 
 def _analysed(monkeypatch) -> list:
-    """Records the files the engine analyses (a cache miss) in this process."""
+    """Records the files sent to analysis (a cache miss; analysed in worker processes)."""
     from migrations_policy.lint import parallel
 
     seen: list = []
-    real = parallel.analyse
+    real = parallel.analyse_all
 
-    def spy(path, phase, options):
-        seen.append((path.name, phase, options.dialects))
-        return real(path, phase, options)
+    def spy(tasks, options):
+        seen.extend((path.name, phase, options.dialects) for path, phase in tasks)
+        return real(tasks, options)
 
-    monkeypatch.setattr(parallel, "analyse", spy)
+    monkeypatch.setattr(parallel, "analyse_all", spy)
     return seen
 
 
@@ -123,3 +123,27 @@ def test_a_broken_cache_file_is_ignored_and_replaced(path, tmp_path, junk):
     assert _codes(path, phase="expand", dialects=["postgresql"]) == {("MP101", "error", "postgresql"),
                                                                     ("MP110", "error", "postgresql")}
     assert cache_module.Cache(tmp_path / "cache").results
+
+
+@pytest.mark.parametrize("change", ["edit", "delete"])
+def test_a_changed_helper_module_invalidates_the_scripts_result(tmp_path, monkeypatch, change):
+    """The result of a script is cached with the local modules it imports (issue 13: warm gave no findings)."""
+    package = tmp_path / "helpers"
+    package.mkdir()
+    (package / "__init__.py").write_text("from .ops import apply\n")
+    (package / "ops.py").write_text("from alembic import op\n\ndef apply():\n    pass\n")
+    path = tmp_path / "r.py"
+    path.write_text(script("apply()", extra="from helpers import apply\n"))
+    assert _codes(path, phase="expand", dialects=["postgresql"]) == set()
+    seen = _analysed(monkeypatch)
+    assert _codes(path, phase="expand", dialects=["postgresql"]) == set() and seen == []  # warm: from the cache
+    if change == "delete":
+        (package / "ops.py").unlink()
+        (package / "__init__.py").write_text("def apply():\n    from alembic import op\n    op.drop_column('u', 'a')\n")
+    else:
+        target = package / "ops.py"
+        target.write_text("from alembic import op\n\ndef apply():\n    op.drop_column('u', 'a')\n")
+    expected = {("MP101", "error", "postgresql")}
+    assert _codes(path, phase="expand", dialects=["postgresql"]) == expected == _fresh(
+        path, monkeypatch, phase="expand", dialects=["postgresql"])
+    assert seen  # analysed again

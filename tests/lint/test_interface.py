@@ -66,7 +66,8 @@ def test_json_shape(run_lint, two_files):
     run = run_lint("--format", "json", "--phase", "expand", "--dialect", "mysql", *two_files)
     assert set(run.json) == {"findings", "files"} and run.json["files"] == 2
     (finding,) = run.json["findings"]
-    assert set(finding) == {"path", "line", "code", "severity", "message", "phase", "dialect"}
+    assert set(finding) == {"path", "line", "code", "severity", "message", "phase", "dialect", "url"}
+    assert finding["url"].endswith("/docs/rules/MP101.rst")
     assert (finding["code"], finding["severity"], finding["line"], finding["dialect"]) == ("MP101", "error", 11, "mysql")
 
 
@@ -81,7 +82,8 @@ def test_json_renders_any_text_one_finding_per_line():
         assert json.loads(text) == {"findings": [f.to_dict() for f in report.findings], "files": report.files}
     assert len(render(LintReport(findings=findings, files=3), "json").splitlines()) == 5 + len(findings)
     assert findings[0].to_dict() == {"path": f"/p/{tricky}.py", "line": 1, "code": "MP101", "severity": "error",
-                                     "message": tricky, "phase": "expand", "dialect": "mysql,sqlite"}
+                                     "message": tricky, "phase": "expand", "dialect": "mysql,sqlite",
+                                     "url": "https://github.com/migrations-policy/migrations-policy/blob/main/docs/rules/MP101.rst"}
 
 
 def test_github_format(run_lint, two_files):
@@ -113,7 +115,7 @@ def test_junit_format(run_lint, two_files):
 
 def test_text_format(run_lint, two_files):
     run = run_lint("--phase", "expand", "--dialect", "sqlite", *two_files)
-    assert f"{two_files[0]}:11: MP101 [error]" in run.out
+    assert f"{two_files[0]}:11:1: MP101 [error]" in run.out and "MP101: https://" in run.out
     assert run.out.strip().endswith("2 file(s) checked: 1 error(s), 0 warning(s)")
 
 
@@ -154,11 +156,11 @@ def test_warm_run_uses_cache_without_importing_alembic(tmp_path, two_files):
             "print(json.dumps([r.to_dict(), 'alembic' in sys.modules, 'sqlalchemy' in sys.modules]))")
     first = json.loads(subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True, check=True).stdout)
     second = json.loads(subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True, check=True).stdout)
-    assert first[1] is True and second[1:] == [False, False]
+    assert first[1:] == second[1:] == [False, False]  # scripts run in worker processes (lint.worker)
     assert first[0] == second[0] and first[0]["findings"]
     two_files[1].write_text(script('op.execute("TRUNCATE users")'))
     third = json.loads(subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True, check=True).stdout)
-    assert third[1] is True and {f["code"] for f in third[0]["findings"]} == {"MP101", "MP106"}
+    assert third[1] is False and {f["code"] for f in third[0]["findings"]} == {"MP101", "MP106"}
 
 
 # -- dbsync lint, post_write_hook ---------------------------------------------------

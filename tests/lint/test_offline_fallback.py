@@ -38,7 +38,7 @@ def test_reflecting_script_falls_back_to_source(lint_body):
     assert run.code == 1
     (warning,) = run.findings("MP001")
     assert warning["severity"] == "warning" and warning["line"] == 11
-    assert "NoInspectionAvailable" in warning["message"] and "--url" in warning["message"]
+    assert "inspected the database" in warning["message"] and "--url" in warning["message"]
     assert {"MP101", "MP103"} <= run.codes
     tables = {f["message"].split(" in an")[0] for f in run.findings("MP103")}
     assert {"convert charset a", "convert charset b", "alter type users.name"} <= tables

@@ -231,8 +231,8 @@ def change_enum(table, column, values):
         op.alter_column(table, column, type_=sa.Enum(*values), existing_type=sa.Enum("a"))
 
 '''
-    assert lint_body('change_enum("t", "c", ["a", "b"])', MY, "expand", extra).codes == {"MP103"}
-    assert lint_body('change_enum("t", "c", ["a", "b"])', PG, "expand", extra).code == 0
+    assert lint_body('change_enum("t", "c", ["b", "c"])', MY, "expand", extra).codes == {"MP103"}
+    assert lint_body('change_enum("t", "c", ["b", "c"])', PG, "expand", extra).code == 0
 
 
 def test_downgrade_is_not_linted(lint_body):
@@ -247,3 +247,43 @@ def test_sql_a_do_block_builds_at_run_time_is_a_warning(lint_body):
     assert [(f["code"], f["severity"]) for f in run.json["findings"]] == [("MP131", "warning")]
     constant = lint_body('op.execute("DO $$ BEGIN EXECUTE \'ALTER TABLE t DROP COLUMN legacy\'; END $$")', "postgresql")
     assert constant.code == 1 and constant.codes == {"MP101"}  # a constant string is read, not warned about
+
+
+DIALECT_ONLY_SQL = [  # (statement, the only dialect that accepts it, the rule it breaks there in expand)
+    ("ALTER TABLE users CONVERT TO CHARACTER SET utf8mb4", "mysql", "MP103"),
+    ("ALTER TABLE users CONVERT TO CHARSET latin1", "mysql", "MP103"),
+    ("ALTER TABLE users MODIFY name VARCHAR(300)", "mysql", "MP103"),
+    ("ALTER TABLE users MODIFY COLUMN name TEXT NOT NULL", "mysql", "MP103"),
+    ("ALTER TABLE users CHANGE name full_name VARCHAR(300)", "mysql", "MP102"),
+]
+
+
+@pytest.mark.parametrize("statement, only, code", DIALECT_ONLY_SQL)
+@pytest.mark.parametrize("dialect", ["postgresql", "mysql", "sqlite"])
+def test_raw_sql_of_one_dialect_is_judged_for_that_dialect_only(lint_body, statement, only, code, dialect):
+    """issue 13: MySQL's CONVERT TO CHARACTER SET is not a PostgreSQL type change."""
+    run = lint_body(f'op.execute("{statement}")', dialect)
+    assert (code in run.codes) == (dialect == only), run.out
+    if dialect != only:
+        assert run.json["findings"] == [] and run.code == 0
+
+
+def test_enum_value_addition_is_not_a_type_change(lint_body):
+    for dialect in ("postgresql", "mysql", "sqlite"):
+        run = lint_body('op.execute("ALTER TYPE mood ADD VALUE \'ecstatic\'")', dialect)
+        assert "MP103" not in run.codes and run.code == 0, (dialect, run.out)
+
+
+@pytest.mark.parametrize("old, new, type_change", [
+    (("a", "b"), ("a", "b", "c"), False),
+    (("a",), ("a", "b", "c", "d"), False),
+    (("a", "b"), ("b", "a", "c"), True),   # reordered: MySQL rewrites
+    (("a", "b", "c"), ("a", "b"), True),   # a member removed
+    (("a", "b"), ("a", "c"), True),
+])
+@pytest.mark.parametrize("dialect", ["postgresql", "mysql"])
+def test_appending_enum_members_is_not_a_type_change(lint_body, old, new, type_change, dialect):
+    body = (f"op.alter_column('users', 'mood', existing_type=sa.Enum(*{old!r}, name='mood'), "
+            f"type_=sa.Enum(*{new!r}, name='mood'))")
+    run = lint_body(body, dialect)
+    assert ("MP103" in run.codes) == type_change, run.out

@@ -1,11 +1,16 @@
 """upgrade() could not run offline; the script was linted from its source.
 
 ## What it does
-When ``upgrade()`` needs a live database (``sa.inspect(op.get_bind())``, rows read
-through ``bind.execute()`` or an ORM session, helpers that refuse offline mode), the
-linter falls back to reading the source: it follows helper functions defined in the
-script, ``with`` blocks, loops over literal lists and dialect branches, and evaluates
-every ``op.*`` call it can.  This warning says what could not be executed and why.
+When ``upgrade()`` needs a live database (rows read through ``bind.execute()`` or an
+ORM session, helpers that refuse offline mode), or inspects it (offline,
+``sa.inspect(op.get_bind())`` answers as an empty database, so a branch such as
+``if "x" in columns:`` would be skipped), the linter reads the source instead: it
+follows helper functions defined in the script or in the project's own modules it
+imports (their operations are reported at the calling line), ``with`` blocks, loops over
+literal lists and dialect branches, evaluates every ``op.*`` call it can, reads the
+names of the others from their literal arguments (positional or keyword, such as
+``table_name=``), and counts ORM session and ``table.update()`` / ``.delete()`` calls
+as DML.  This warning says what could not be executed and why.
 
 ## Why is this bad
 Operations that depend on what the live database contains (``if "x" in columns:``)

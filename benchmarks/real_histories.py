@@ -1,0 +1,146 @@
+"""Lint the alembic histories of real projects, as published in their wheels (issue 13).
+
+    python benchmarks/real_histories.py [--cache DIR] [--project NAME ...] [--dialect D ...] [--timeout S]
+
+Downloads each project's wheel (``pip download --no-deps``) into the cache directory
+(default ``$XDG_CACHE_HOME/migrations_policy/real_histories`` or ``~/.cache/...``),
+extracts it there, finds its alembic version directories (``versions/`` holding
+``revision =`` scripts) and lints each whole tree with ``migrations-policy lint``
+in a fresh process, once with one worker and once with two (cache off).  Checks, per tree:
+
+* no crash: the exit code is 0, 1 or 2 (never 3, the linter's internal error) and the
+  JSON report parses;
+* no hang: each run finishes within ``--timeout`` seconds;
+* every file a verdict: the report counts as many files as the tree has scripts
+  declaring ``revision =`` (none skipped);
+* the same report with one and two workers.
+
+Prints per tree: scripts, MP000 and MP001 counts, total findings, the time of each run,
+and the most frequent MP000 reasons.  Exits 1 if a check failed.  Nothing downloaded is
+committed anywhere: it stays in the cache directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+PROJECTS = ["neutron", "keystone", "glance", "nova", "manila", "octavia", "ironic", "cinder", "mlflow",
+            "apache-airflow-core"]
+_REVISION = re.compile(r"^revision\s*(?::[^=\n]+)?=", re.MULTILINE)
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _cache_dir(given: str | None) -> Path:
+    if given:
+        return Path(given)
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "migrations_policy" / "real_histories"
+
+
+def _wheel(project: str, wheels: Path) -> Path | None:
+    stem = project.replace("-", "_").lower()
+    found = [w for w in wheels.glob("*.whl") if w.name.lower().startswith(stem + "-")]
+    if not found:
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q",
+                        "-d", str(wheels), project], check=False, capture_output=True, timeout=600)
+        found = [w for w in wheels.glob("*.whl") if w.name.lower().startswith(stem + "-")]
+    return max(found, default=None)
+
+
+def _extract(wheel: Path, into: Path) -> Path:
+    target = into / wheel.stem
+    if not (target / ".extracted").exists():
+        with zipfile.ZipFile(wheel) as archive:
+            archive.extractall(target)
+        (target / ".extracted").write_text("")
+    return target
+
+
+def _trees(root: Path) -> list[Path]:
+    """The outermost ``versions`` directories holding revision scripts (at any depth below them)."""
+    trees = []
+    for directory in sorted(root.rglob("versions")):
+        if directory.is_dir() and not any(t in directory.parents for t in trees) and _scripts(directory):
+            trees.append(directory)
+    return trees
+
+
+def _scripts(tree: Path) -> list[Path]:
+    return [p for p in sorted(tree.rglob("*.py"))
+            if "__pycache__" not in p.parts and _REVISION.search(p.read_text(encoding="utf-8", errors="replace"))]
+
+
+def _lint(tree: Path, cwd: Path, jobs: int, dialects: list[str], timeout: float) -> tuple[dict | None, float, str]:
+    env = {**os.environ, "MIGRATIONS_POLICY_LINT_JOBS": str(jobs), "MIGRATIONS_POLICY_CACHE_DIR": "off",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    command = [sys.executable, "-m", "migrations_policy.cli", "lint", "--format", "json",
+               *[arg for d in dialects for arg in ("--dialect", d)], str(tree)]
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, time.monotonic() - start, f"HANG (> {timeout:g} s)"
+    elapsed = time.monotonic() - start
+    if proc.returncode not in (0, 1, 2):
+        return None, elapsed, f"CRASH exit {proc.returncode}: {proc.stderr.strip()[-300:]}"
+    try:
+        return json.loads(proc.stdout), elapsed, ""
+    except ValueError:
+        return None, elapsed, f"CRASH: no JSON report (exit {proc.returncode}): {proc.stderr.strip()[-300:]}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cache", help="where wheels are downloaded and extracted")
+    parser.add_argument("--project", action="append", help=f"project to lint (default: {' '.join(PROJECTS)})")
+    parser.add_argument("--dialect", action="append", help="dialects (default: the linter's, all three)")
+    parser.add_argument("--timeout", type=float, default=900, help="seconds a run may take before it is a hang")
+    args = parser.parse_args(argv)
+    cache = _cache_dir(args.cache)
+    (cache / "wheels").mkdir(parents=True, exist_ok=True)
+    failures = 0
+    header = f"{'tree':58} {'scripts':>7} {'MP000':>5} {'MP001':>5} {'findings':>8} {'1 job s':>7} {'2 jobs s':>8}  checks"
+    print(header)
+    reasons_by_tree = {}
+    for project in args.project or PROJECTS:
+        wheel = _wheel(project, cache / "wheels")
+        if wheel is None:
+            print(f"{project:58} (no wheel downloaded)")
+            continue
+        root = _extract(wheel, cache / "extracted")
+        for tree in _trees(root):
+            scripts = _scripts(tree)
+            runs = [_lint(tree, root, jobs, args.dialect or [], args.timeout) for jobs in (1, 2)]
+            problems = [problem for _, _, problem in runs if problem]
+            report = runs[0][0]
+            if not problems and runs[0][0] != runs[1][0]:
+                problems.append("DIFFERENT results with 1 and 2 workers")
+            if report is not None and report["files"] != len(scripts):
+                problems.append(f"{len(scripts) - report['files']} script(s) without a verdict")
+            codes = collections.Counter(f["code"] for f in (report or {"findings": []})["findings"])
+            name = str(tree.relative_to(root.parent))
+            print(f"{name[-58:]:58} {len(scripts):7} {codes['MP000']:5} {codes['MP001']:5} "
+                  f"{sum(codes.values()):8} {runs[0][1]:7.1f} {runs[1][1]:8.1f}  {'; '.join(problems) or 'ok'}")
+            failures += bool(problems)
+            if report:
+                reasons = collections.Counter(f["message"][:110]
+                                              for f in report["findings"] if f["code"] == "MP000")
+                reasons_by_tree[name] = reasons.most_common(3)
+    print("\nmost frequent MP000 reasons:")
+    for name, reasons in reasons_by_tree.items():
+        for reason, count in reasons:
+            print(f"  {name.split('/')[0][:30]:30} {count:4}  {reason}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

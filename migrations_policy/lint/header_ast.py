@@ -1,0 +1,167 @@
+"""Revision header values that are not plain literals, read from the module's AST (see ``headers``).
+
+``header_values(text, path)`` returns ``{"revision": ..., "down_revision": ...,
+"branch_labels": ...}`` for the module-level assignments it can resolve, the way the
+imported module would have them: several statements per line are fine, and names
+are followed through the module's own constants and through the modules it imports
+(``from glance.db import migration`` then ``migration.CONTRACT_BRANCH``).  An imported
+module is found as a file under the script's directory or one of its parents, the
+current directory or ``sys.path``, then parsed -- never executed.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+NAMES = ("revision", "down_revision", "branch_labels")
+_MAX_DEPTH = 8
+_PARENTS = 8
+_UNRESOLVED = object()
+
+
+def _parse(text: str) -> ast.Module:
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        # a truncated or broken file: the statements of the lines that mention a header name
+        body: list[ast.stmt] = []
+        for line in text.splitlines():
+            if any(name in line for name in NAMES) and not line[:1].isspace():
+                try:
+                    body.extend(ast.parse(line).body)
+                except (SyntaxError, ValueError, RecursionError, MemoryError):
+                    continue
+        return ast.Module(body=body, type_ignores=[])
+
+
+class _Module:
+    """A module's top-level constants and imports (alias -> dotted module, or (module, name))."""
+
+    def __init__(self, tree: ast.Module, path: Path | None):
+        self.path = path
+        self.assigned: dict[str, ast.AST] = {}
+        self.modules: dict[str, str] = {}
+        self.imported: dict[str, tuple[str, str]] = {}
+        for node in tree.body:
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        self.assigned.setdefault(target.id, node.value)
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+                self.assigned.setdefault(node.target.id, node.value)
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:
+                        self.modules[alias.asname] = alias.name
+                    else:
+                        top = alias.name.split(".")[0]
+                        self.modules[top] = top
+            elif isinstance(node, ast.ImportFrom):
+                base = self._absolute(node.module or "", node.level)
+                for alias in node.names:
+                    self.imported[alias.asname or alias.name] = (base, alias.name)
+
+    def _absolute(self, module: str, level: int) -> str:
+        if not level or self.path is None:
+            return module
+        return "\0" + str(self.path.parents[level - 1]) + ("/" + module.replace(".", "/") if module else "")
+
+
+def _roots(path: Path | None) -> list[Path]:
+    roots = []
+    if path is not None:
+        roots.extend(list(path.resolve().parents)[:_PARENTS])
+    roots.append(Path(os.getcwd()))
+    roots.extend(Path(p) for p in sys.path if p and os.path.isdir(p))
+    return list(dict.fromkeys(roots))
+
+
+@lru_cache(maxsize=256)
+def _load(file: str) -> _Module | None:
+    try:
+        with open(file, encoding="utf-8", errors="replace") as fh:
+            return _Module(_parse(fh.read(200_000)), Path(file))
+    except OSError:
+        return None
+
+
+def _find(dotted: str, near: Path | None) -> _Module | None:
+    if dotted.startswith("\0"):  # a relative import: an absolute directory
+        candidates = [Path(dotted[1:])]
+    else:
+        parts = dotted.split(".")
+        candidates = [root.joinpath(*parts) for root in _roots(near)]
+    for base in candidates:
+        for file in (base.with_suffix(".py"), base / "__init__.py"):
+            if file.is_file():
+                return _load(str(file))
+    return None
+
+
+def _join(dotted: str, name: str) -> str:
+    return f"{dotted}/{name}" if dotted.startswith("\0") else f"{dotted}.{name}"
+
+
+class _Resolver:
+    def __init__(self, module: _Module, near: Path | None):
+        self.module, self.near = module, near
+
+    def value(self, node: ast.AST, module: _Module, depth: int = 0):
+        if depth > _MAX_DEPTH:
+            return _UNRESOLVED
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            items = [self.value(elt, module, depth + 1) for elt in node.elts]
+            return _UNRESOLVED if any(i is _UNRESOLVED for i in items) else tuple(items)
+        if isinstance(node, ast.Name):
+            return self.name(node.id, module, depth + 1)
+        if isinstance(node, ast.Attribute):
+            target, _ = self.namespace(node.value, module)
+            if target is not None:
+                return self.name(node.attr, target, depth + 1)
+        return _UNRESOLVED
+
+    def namespace(self, node: ast.AST, module: _Module) -> tuple[_Module | None, str | None]:
+        """The module *node* names and its dotted name (either may be unknown)."""
+        if isinstance(node, ast.Name):
+            if node.id in module.modules:
+                dotted = module.modules[node.id]
+                return _find(dotted, self.near), dotted
+            if node.id in module.imported:
+                base, name = module.imported[node.id]
+                dotted = _join(base, name)
+                return _find(dotted, self.near), dotted
+        elif isinstance(node, ast.Attribute):
+            _, outer = self.namespace(node.value, module)
+            if outer is not None:
+                dotted = _join(outer, node.attr)
+                return _find(dotted, self.near), dotted
+        return None, None
+
+    def name(self, name: str, module: _Module, depth: int):
+        if name in module.assigned:
+            return self.value(module.assigned[name], module, depth + 1)
+        if name in module.imported:
+            base, attr = module.imported[name]
+            source = _find(base, self.near)
+            if source is not None and source is not module:
+                return self.name(attr, source, depth + 1)
+        return _UNRESOLVED
+
+
+def header_values(text: str, path: Path | None = None) -> dict[str, object]:
+    """The header assignments of *text* that resolve (see the module docstring)."""
+    module = _Module(_parse(text), path)
+    resolver = _Resolver(module, path)
+    found = {}
+    for name in NAMES:
+        if name in module.assigned:
+            value = resolver.value(module.assigned[name], module)
+            if value is not _UNRESOLVED and not isinstance(value, _Module):
+                found[name] = value
+    return found

@@ -1,0 +1,322 @@
+"""The worker process: each script is analysed in a child forked from a clean state, which it can kill.
+
+Started by ``parallel`` as ``python -m migrations_policy.lint.worker`` (a fresh
+interpreter: the same module state whoever starts it).  It reads one job from stdin
+(marshal: options, number of concurrent children, ``(index, path, phase)`` tasks),
+imports what the analysis needs once (alembic, SQLAlchemy *including*
+``sqlalchemy.orm``, the engine, the rules, the policy), then forks one child per
+script, at most *workers* at a time.  A child runs in its own session with
+``/dev/null`` as stdin/stdout/stderr, analyses its script (``engine.analyse``) and
+writes its hits into a pipe.  So a script can neither change what the next script
+sees (each child starts from the state the worker had before any script ran),
+nor write into the report, nor stop the run:
+
+* a child still running after the time limit is killed (with its process group):
+  ``MP000`` "did not finish within N s", whatever the script does with signals;
+* a child that ends without writing its hits (``os._exit``, a signal, closing its
+  file descriptors) gives ``MP000`` saying how it ended;
+* an exception that escapes the engine (a bug of the linter) is sent back as
+  ``("internal", message, traceback)``.
+
+To the parent it writes length-prefixed marshal frames on stdout:
+``("start", index)`` when a child is forked and ``("done", index, hits, internal, modules)``
+when it is judged; *internal* is None or ``(message, traceback)``, *modules* the
+``(path, sha256)`` of the local modules the script imported (the cache depends on them).
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import select
+import signal
+import struct
+import sys
+import time
+from collections import deque
+
+# Bound before any script runs: a script that replaces them in its child cannot silence the child.
+_dumps, _write, _exit, _fork = marshal.dumps, os.write, os._exit, os.fork
+FRAME = struct.Struct("!I")
+#: The hits of a child that ended without answering are built here; engine's own texts.
+UNLOADABLE = "MP000"
+
+
+#: Analysed once before the first fork, so that no child pays for first-use work (lazy imports, caches).
+_WARM_UP = """
+from alembic import op
+import sqlalchemy as sa
+revision = "warm"
+down_revision = None
+def upgrade():
+    op.create_table("t", sa.Column("id", sa.Integer, primary_key=True))
+    op.add_column("u", sa.Column("a", sa.String(50), nullable=False, server_default="x"))
+    op.create_index("ix", "u", ["a"], unique=True)
+    op.create_foreign_key("fk", "u", "t", ["a"], ["id"])
+    op.alter_column("u", "a", type_=sa.Text(), nullable=True, new_column_name="b")
+    op.drop_column("u", "c")
+    with op.batch_alter_table("u") as batch:
+        batch.drop_column("d")
+    op.execute("UPDATE u SET a = 1")
+    op.get_bind().execute(sa.text("DELETE FROM u"))
+    [c["name"] for c in sa.inspect(op.get_bind()).get_columns("u")]
+"""
+
+
+def _prepare(options) -> None:
+    """Import everything a script's analysis needs and analyse a sample script, once, before the first fork.
+
+    ``sqlalchemy.orm`` is imported as well: a script that uses ``sa.orm`` without
+    importing it runs, as under a real ``env.py`` that imports the project's models,
+    and it does so whatever the other scripts imported (each child starts from here).
+    """
+    import gc
+    import tempfile
+    from dataclasses import replace
+    from pathlib import Path
+
+    gc.disable()
+    try:
+        import alembic.context  # noqa: F401
+        import alembic.op  # noqa: F401
+        import sqlalchemy.orm  # noqa: F401 - see the docstring
+
+        from .. import operations  # noqa: F401 - op.require_data_migrations(), as our env.py registers it
+
+        from ..policy.sql_lexer import _plain_word
+        from . import astscan, engine, fakes, recorder, rules  # noqa: F401
+
+        rules.all_rules()
+        _plain_word("SELECT")
+        with tempfile.TemporaryDirectory() as directory:
+            sample = Path(directory) / "warm_up.py"
+            sample.write_text(_WARM_UP)
+            offline = replace(options, url=None)  # never the scratch database
+            for phase in ("expand", "contract"):
+                engine.analyse(sample, phase, offline)
+    finally:
+        gc.enable()
+    gc.freeze()  # the children's collections neither scan nor copy what is shared
+
+
+def _send(frame: tuple) -> None:
+    data = _dumps(frame)
+    out = sys.stdout.buffer
+    out.write(FRAME.pack(len(data)) + data)
+    out.flush()
+
+
+def _describe_exit(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+        return f"was killed by {name}"
+    return f"exited with status {os.waitstatus_to_exitcode(status)}"
+
+
+def _child(write_fd: int, path: str, phase: str, options, worker: int) -> None:
+    """In the forked child: analyse one script, write ``(hits, internal)``, exit.  Never returns."""
+    payload = None
+    try:
+        os.setsid()  # its own process group: killed with it, out of reach of the terminal's Ctrl-C
+        _die_with_worker(worker)
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        for name in ("SIGINT", "SIGTERM", "SIGPIPE", "SIGALRM"):
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
+        from pathlib import Path
+
+        from .engine import analyse
+
+        before = set(sys.modules)
+        try:
+            hits = [hit.to_list() for hit in analyse(Path(path), phase, options)]
+            payload = _dumps((hits, None, _local_modules(before, path)))
+        except BaseException as exc:  # noqa: BLE001 - escaped the engine: a bug of the linter
+            import traceback
+
+            from .loader import one_line
+
+            payload = _dumps(([], (one_line(exc), traceback.format_exc()), []))
+    except BaseException:  # noqa: BLE001 - nothing to say: the parent reports the silent exit
+        pass
+    finally:
+        try:
+            while payload:
+                payload = payload[_write(write_fd, payload):]
+        except BaseException:  # noqa: BLE001
+            pass
+        _exit(0)
+
+
+def _die_with_worker(worker: int) -> None:
+    """Linux: this child gets SIGKILL when the *worker* dies (a worker killed mid-run leaves no script running)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != worker:
+        _exit(1)
+
+
+def _local_modules(before: set[str], script: str) -> list[tuple[str, str]]:
+    """(path, sha256) of the modules the script imported that are not installed ones: the project's own helpers."""
+    import hashlib
+
+    from .loader import is_local_file
+
+    found = []
+    for name in sorted(set(sys.modules) - before):
+        file = getattr(sys.modules.get(name), "__file__", None)
+        if not isinstance(file, str) or not is_local_file(file) or os.path.realpath(file) == os.path.realpath(script):
+            continue
+        try:
+            with open(file, "rb") as fh:
+                found.append((os.path.abspath(file), hashlib.sha256(fh.read()).hexdigest()))
+        except OSError:
+            continue
+    return found
+
+
+class _Running:
+    """A forked child: its result pipe, and (Linux) a pidfd that becomes readable when it exits."""
+
+    __slots__ = ("index", "pid", "fd", "exit_fd", "deadline", "data", "closed")
+
+    def __init__(self, index: int, pid: int, fd: int, deadline: float | None):
+        self.index, self.pid, self.fd, self.deadline = index, pid, fd, deadline
+        self.data = bytearray()
+        self.closed = False
+        try:
+            self.exit_fd: int | None = os.pidfd_open(pid)
+        except (AttributeError, OSError):  # not Linux >= 5.3: polled
+            self.exit_fd = None
+
+    def read(self, blocking: bool = True) -> None:
+        """Read what the pipe holds (all of it unless *blocking*); closed at end of file."""
+        if not blocking and not self.closed:
+            os.set_blocking(self.fd, False)
+        while not self.closed:
+            try:
+                chunk = os.read(self.fd, 1 << 16)
+            except BlockingIOError:
+                return
+            if not chunk:
+                self.closed = True
+                os.close(self.fd)
+            else:
+                self.data += chunk
+            if blocking:
+                return
+
+    def release(self) -> None:
+        if not self.closed:
+            self.closed = True
+            os.close(self.fd)
+        if self.exit_fd is not None:
+            os.close(self.exit_fd)
+
+
+def _kill(pid: int, reaped: bool = False) -> None:
+    """SIGKILL the child's process group, and the child itself unless reaped (its pid may be reused)."""
+    for kill in (os.killpg,) if reaped else (os.killpg, os.kill):
+        try:
+            kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _verdict(child: _Running, status: int | None, timeout: float) -> tuple:
+    if status is None:
+        return [[1, UNLOADABLE, f"did not finish within {timeout:g} s (an endless loop or a blocking call?)",
+                 "", "error"]], None, []
+    try:
+        return marshal.loads(bytes(child.data))
+    except (EOFError, ValueError, TypeError):
+        return [[1, UNLOADABLE, f"the script ended the linting process before its verdict (it {_describe_exit(status)}; "
+                 "os._exit, a signal or closed file descriptors?)", "", "error"]], None, []
+
+
+def _start(index: int, path: str, phase: str, options) -> _Running:
+    read_fd, write_fd = os.pipe()
+    worker = os.getpid()
+    pid = _fork()
+    if pid == 0:
+        os.close(read_fd)
+        _child(write_fd, path, phase, options, worker)
+    os.close(write_fd)
+    deadline = time.monotonic() + options.timeout if options.timeout > 0 else None
+    return _Running(index, pid, read_fd, deadline)
+
+
+def _collect(running: dict[int, _Running]) -> list[tuple[_Running, int | None]]:
+    """Wait for the children a while; those that exited (with their status) or ran out of time (None)."""
+    now = time.monotonic()
+    deadlines = [c.deadline - now for c in running.values() if c.deadline is not None]
+    polled = any(c.exit_fd is None for c in running.values())
+    wait = max(0.0, min(deadlines + [0.005 if polled else 5.0]))
+    watched = {c.fd: c for c in running.values() if not c.closed}
+    watched.update({c.exit_fd: c for c in running.values() if c.exit_fd is not None})
+    readable, _, _ = select.select(list(watched), [], [], wait)
+    for fd in readable:
+        child = watched[fd]
+        if fd == child.fd and not child.closed:
+            child.read()
+    finished = []
+    now = time.monotonic()
+    for child in list(running.values()):
+        pid, status = os.waitpid(child.pid, os.WNOHANG)
+        if pid:
+            _kill(child.pid, reaped=True)  # whatever it left running in its process group
+            child.read(blocking=False)  # the rest of its answer (a descendant may hold the pipe open)
+            finished.append((child, status))
+        elif child.deadline is not None and now >= child.deadline:
+            _kill(child.pid)
+            os.waitpid(child.pid, 0)
+            finished.append((child, None))
+    for child, _ in finished:
+        child.release()
+        del running[child.pid]
+    return finished
+
+
+def serve(job: dict) -> None:
+    from .options import Options
+
+    options = Options(dialects=tuple(job["dialects"]), postgresql_version=job["postgresql_version"],
+                      timeout=job["timeout"], url=job["url"])
+    workers = max(1, job["workers"])
+    parent = os.getppid()
+    _prepare(options)
+    pending = deque(job["tasks"])
+    running: dict[int, _Running] = {}
+    while pending or running:
+        if os.getppid() != parent:  # the linter is gone: so are we, and our children
+            for child in running.values():
+                _kill(child.pid)
+            return
+        while pending and len(running) < workers:
+            index, path, phase = pending.popleft()
+            _send(("start", index))
+            child = _start(index, path, phase, options)
+            running[child.pid] = child
+        for child, status in _collect(running):
+            _send(("done", child.index, *_verdict(child, status, options.timeout)))
+
+
+def main() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; it kills us when interrupted
+    job = marshal.loads(sys.stdin.buffer.read())
+    serve(job)
+    sys.stdout.flush()
+    _exit(0)
+
+
+if __name__ == "__main__":
+    main()
