@@ -122,6 +122,55 @@ def _phase_disagreements(files: list[Path], resolver: PhaseResolver) -> dict[Pat
     return found
 
 
+def _applied_order(files: list[Path], resolver: PhaseResolver) -> list[Path]:
+    """*files* parents first (down revisions), expand branch before contract: the order the
+    cross-file MP160 needs (a sync trigger created in expand is live for the contracts after it)."""
+    by_revision = {}
+    for path in files:
+        header = resolver.header(path)
+        if header is not None and header.revision:
+            by_revision[header.revision] = path
+    ordered: list[Path] = []
+    seen: set[Path] = set()
+
+    def visit(path: Path) -> None:
+        if path in seen:
+            return
+        seen.add(path)
+        header = resolver.header(path)
+        for parent in header.down_revisions if header is not None else ():
+            if parent in by_revision:
+                visit(by_revision[parent])
+        ordered.append(path)
+
+    for path in files:
+        visit(path)
+    return sorted(ordered, key=lambda path: resolver.phase(path) == "contract")  # stable: parents stay first
+
+
+def _sync_trigger_hits(files: list[Path], resolver: PhaseResolver) -> dict[Path, list]:
+    """MP160 for each contract that drops a column a live sync trigger uses (decided across files, each run:
+    only the scripts that mention sync triggers or drop columns are read closely)."""
+    sources = {}
+    for path in files:
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if "sync_trigger" in text or "drop_column" in text:
+            sources[path] = text
+    if not any("create_sync_trigger" in text for text in sources.values()):
+        return {}
+    from .rules.mp160_sync_trigger_outlives_column import findings
+
+    found: dict[Path, list] = {}
+    ordered = [path for path in _applied_order(files, resolver) if path in sources]
+    for finding in findings([(str(path), sources[path]) for path in ordered]):
+        found.setdefault(Path(finding.path), []).append(
+            [finding.line, "MP160", finding.message.removeprefix("MP160 "), "", "error"])
+    return found
+
+
 def run(
     paths: Iterable[str | Path],
     *,
@@ -172,6 +221,7 @@ def run(
     overrides = settings.severity
     append = report.findings.append
     disagreements = _phase_disagreements(files, resolver)
+    sync_trigger_hits = _sync_trigger_hits(files, resolver)
     for path, file_phase, key, hits in planned:
         if hits is None:
             index, hits = next(analysed)
@@ -183,6 +233,8 @@ def run(
         name = str(path)
         if path in disagreements:
             hits = [disagreements[path], *hits]
+        if path in sync_trigger_hits:
+            hits = [*sync_trigger_hits[path], *hits]
         for line, code, message, dialect, default in hits:
             severity = default if code == "MP000" else overrides.get(code, default)
             if severity != "off":
