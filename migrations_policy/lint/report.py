@@ -31,16 +31,6 @@ class Finding:
         self.__dict__.update(path=path, line=line, code=code, severity=severity, message=message, phase=phase,
                              dialect=dialect)
 
-    def select(self, select: list[str] | None = None, ignore: list[str] | None = None) -> None:
-        """Keep the findings whose code starts with one of *select* (all when empty) and none of *ignore*
-        (``MP1`` selects every ``MP1xx``).  ``MP000`` (a file not analysed) is always kept."""
-        def keep(code: str) -> bool:
-            if code == "MP000":
-                return True
-            return (not select or code.startswith(tuple(select))) and not (ignore and code.startswith(tuple(ignore)))
-
-        self.findings = [f for f in self.findings if keep(f.code)]
-
     def to_dict(self) -> dict:
         """The seven fields in order, and the rule's page (dataclasses.asdict deep-copies: ~12x slower)."""
         return {**self.__dict__, "url": rule_url(self.code)}
