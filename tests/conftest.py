@@ -116,3 +116,25 @@ def example_project(tmp_path, db_url):
     yield project
     project.dispose()
     forget_example_modules()
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging():
+    """A test that runs a project's env.py in-process lets it call ``logging.config.fileConfig``, which
+    points handlers at pytest's capture stream of that test; later tests would log to a closed stream
+    ("--- Logging error ---" on their stderr).  Put the loggers back as they were."""
+    import logging
+
+    names = [None, "alembic", "sqlalchemy", "sqlalchemy.engine", "migrations_policy"]
+    saved = [(logging.getLogger(n), logging.getLogger(n).handlers[:], logging.getLogger(n).level,
+              logging.getLogger(n).propagate, logging.getLogger(n).disabled) for n in names]
+    existing = set(logging.root.manager.loggerDict)
+    yield
+    for logger, handlers, level, propagate, disabled in saved:
+        logger.handlers[:] = handlers
+        logger.setLevel(level)
+        logger.propagate, logger.disabled = propagate, disabled
+    for name in set(logging.root.manager.loggerDict) - existing:
+        logger = logging.root.manager.loggerDict[name]
+        if isinstance(logger, logging.Logger):
+            logger.handlers[:] = []
