@@ -275,12 +275,10 @@ def dropped_under_sync_triggers(rev: Script, dialect_name: str, triggers: list[A
     would fail.  One line each, naming the file."""
     from alembic.operations import ops
 
-    from .offline_run import record_operations
+    from .offline_run import dropping_operations
     from .sync_triggers import DropSyncTriggerOp
 
-    recorded, problem = record_operations(rev.module.upgrade, dialect_name)
-    if problem and dialect_name != "postgresql":  # SQLite's batch mode needs a live database to reflect
-        recorded, problem = record_operations(rev.module.upgrade, "postgresql")
+    recorded, _ = dropping_operations(rev.module.upgrade, dialect_name)
     columns = {(o.table_name, o.column_name) for o in recorded if isinstance(o, ops.DropColumnOp)}
     tables = {o.table_name for o in recorded if isinstance(o, ops.DropTableOp)}
     released = {(o.pair.table, o.pair.old, o.pair.new) for o in recorded if isinstance(o, DropSyncTriggerOp)}

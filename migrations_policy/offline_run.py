@@ -60,3 +60,13 @@ def record_operations(fn: Callable[[], Any], dialect: Any,
         if previous is not None:
             previous._install_proxy()
     return recorded, None
+
+
+def dropping_operations(fn: Callable[[], Any], dialect_name: str) -> tuple[list[Any], str | None]:
+    """``record_operations`` for reading what *fn* drops: on the database's dialect, else (SQLite's
+    batch mode needs a live database to reflect) as PostgreSQL would run it, where batch operations
+    are plain ALTERs and every op is recorded."""
+    recorded, problem = record_operations(fn, dialect_name)
+    if problem and dialect_name != "postgresql":
+        recorded, problem = record_operations(fn, "postgresql")
+    return recorded, problem

@@ -35,7 +35,7 @@ from sqlalchemy.sql import ColumnElement
 
 from .errors import PolicyError
 from .framework_tables import revision_history_table
-from .offline_run import record_operations
+from .offline_run import dropping_operations
 from .revisions import CONTRACT, EXPAND, applied_revisions, phase_of
 
 #: Exit code when the rollback is refused (a contract ran, or rows would be lost without --force).
@@ -158,9 +158,7 @@ def plan(connection: Connection, script: ScriptDirectory, heads: Any, registry: 
     dialect = connection.dialect.name
     for ident in result.revisions:
         downgrade = script.get_revision(ident).module.downgrade
-        recorded, problem = record_operations(downgrade, dialect)
-        if problem and dialect != "postgresql":  # e.g. SQLite's batch mode needs a live database to reflect
-            recorded, problem = record_operations(downgrade, "postgresql")
+        recorded, problem = dropping_operations(downgrade, dialect)
         if problem:
             result.unknown.append(f"{ident}: {problem}")
         for op in recorded:
