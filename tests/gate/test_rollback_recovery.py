@@ -94,6 +94,8 @@ def test_interrupted_rollback_is_reported_blocks_upgrades_and_resumes(tmp_path, 
 
         code, out, _ = dbsync(proj, capsys, "status")
         assert "revision r2_expand partly reverted: 2 of 5 statements" in out, out
+        code, out, _ = dbsync(proj, capsys, "check")
+        assert code == 2 and "partly reverted" in out, out
         code, out, _ = dbsync(proj, capsys, "--format", "json", "status")
         assert json.loads(out)["partly_applied"] == [
             {"revision": "r2_expand", "direction": "downgrade", "done": 2, "total": 5, "in_flight": None,
