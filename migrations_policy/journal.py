@@ -131,15 +131,16 @@ def _in_direction(entries: dict[int, _Entry], direction: int) -> dict[int, _Entr
     return {ordinal * direction: entry for ordinal, entry in entries.items() if ordinal * direction > 0}
 
 
-def partly_reverted(connection: Connection) -> list[str]:
-    """Revisions whose ``downgrade()`` stopped half way (the version table still names them)."""
+def stopped_half_way(connection: Connection, direction: int) -> list[str]:
+    """Revisions whose ``upgrade()`` (UPGRADE: the version table does not name them yet) or
+    ``downgrade()`` (DOWNGRADE: it still names them) stopped half way."""
     return [revision for revision, entries in read_entries(connection).items()
-            if _in_direction(entries, DOWNGRADE)]
+            if _in_direction(entries, direction)]
 
 
 def refuse_while_partly_reverted(connection: Connection, finish_with: str) -> None:
     """Fail closed: nothing is applied on a schema that is neither release's."""
-    reverted = partly_reverted(connection)
+    reverted = stopped_half_way(connection, DOWNGRADE)
     if reverted:
         raise PartlyReverted(
             f"revision {', '.join(reverted)} is partly reverted (its downgrade() stopped half way): "

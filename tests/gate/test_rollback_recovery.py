@@ -16,7 +16,8 @@ import threading
 import sqlalchemy as sa
 
 from .expand_project import ExpandProject
-from .test_expand_recovery import PG_AND_MARIADB, dbsync, error_line, hold_loans
+from .test_expand_recovery import (  # noqa: F401 - project is a fixture
+    PG_AND_MARIADB, dbsync, error_line, fail_at_fourth_statement, hold_loans, project)
 
 BODY = """
 op.add_column("books", sa.Column("isbn", sa.String(20)))
@@ -123,3 +124,20 @@ def test_interrupted_rollback_is_reported_blocks_upgrades_and_resumes(tmp_path, 
         assert proj.columns("loans") == ["id", "book_id", "who", "due", "note"]
     finally:
         proj.engine.dispose()
+
+
+@PG_AND_MARIADB
+def test_rollback_refuses_while_an_expand_is_partly_applied_then_works_once_it_finished(project, capsys):
+    fail_at_fourth_statement(project, capsys)
+    assert project.heads() == ["r1_release1"] and project.journal() == [(1, "done"), (2, "done"), (3, "done")]
+    code, _, err = dbsync(project, capsys, "rollback")
+    assert code == 4, err
+    line = error_line(err)
+    assert "r2_expand is partly applied" in line and "dbsync upgrade --expand" in line, line
+    assert project.columns("books") == ["id", "title", "isbn", "pages"]  # nothing touched
+
+    code, _, err = dbsync(project, capsys, "upgrade", "--expand")
+    assert code == 0, err
+    code, _, err = dbsync(project, capsys, "rollback")
+    assert code == 0, err
+    assert project.heads() == ["r1_release1"]
