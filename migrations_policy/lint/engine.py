@@ -163,8 +163,11 @@ def _apply_ignores(source: str, hits: list[Hit]) -> list[Hit]:
     return sorted(kept, key=lambda h: (h.line, h.code))
 
 
-def analyse(path: Path, phase: str, options: Options, source: str | None = None) -> list[Hit]:
-    """Every finding of the script at *path* linted as *phase* (see module docstring)."""
+def analyse(path: Path, phase: str, options: Options, source: str | None = None, record=None) -> list[Hit]:
+    """Every finding of the script at *path* linted as *phase* (see module docstring).
+
+    *record* replaces how ``upgrade()`` is recorded (``lint --replay`` runs it on a database): called as
+    ``record(module, source, upgrade, path, options, hits, dependent)``, it returns ``{dialect: ops}``."""
     try:
         source = read_source(path) if source is None else source
         code = compile_script(source, path)
@@ -175,7 +178,7 @@ def analyse(path: Path, phase: str, options: Options, source: str | None = None)
             if not callable(upgrade):
                 raise LoadError("no upgrade() function in the script")
             dependent = bool(_DIALECT_DEPENDENT.search(source))
-            results = _record_all(module, source, upgrade, path, options, hits, dependent)
+            results = (record or _record_all)(module, source, upgrade, path, options, hits, dependent)
     except LoadError as exc:
         return [Hit(exc.line, UNLOADABLE, str(exc))]
     except RecursionError:

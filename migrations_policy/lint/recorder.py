@@ -10,6 +10,9 @@ the line of the innermost frame in the script (helpers and loops included).
 ``record_online(upgrade, connection, filename)`` does the same against a real
 connection (``lint --url``): every op is recorded *and* executed, so scripts that
 reflect the live schema work; the caller rolls the transaction back.
+``run_online(upgrade, ctx, filename)`` is its core for a caller that owns the
+``MigrationContext`` and its transaction (``lint --replay``): it returns what was
+recorded up to an error together with the error.
 """
 
 from __future__ import annotations
@@ -246,22 +249,49 @@ def run_offline(upgrade: Callable[..., Any], dialect: str, filename: str) -> tup
 
 def record_online(upgrade: Callable[[], Any], connection, filename: str) -> Recording:
     """Run *upgrade* for real on *connection* (the caller rolls back), recording every op."""
+    rec, error = run_online(upgrade, MigrationContext.configure(connection=connection), filename)
+    if error is not None:
+        raise error
+    return rec
+
+
+def run_online(upgrade: Callable[..., Any], ctx: MigrationContext, filename: str) -> tuple[Recording, BaseException | None]:
+    """Run *upgrade* for real through *ctx* (configured on a connection), recording every op and every
+    statement the script sends itself; ``alembic.context`` answers as in ``alembic upgrade``.
+    What it recorded, and what it raised (None when it returned)."""
+    from alembic import op
     from sqlalchemy import event
 
     rec = Recording(filename)
-    ctx = MigrationContext.configure(connection=connection)
     ops = _recording_operations(ctx, rec, execute=True)
+    connection = ctx.connection
 
     def before_execute(conn, cursor, statement, parameters, context, executemany):
         if not rec.executing:
             rec.add(from_statement(statement))
 
     event.listen(connection, "before_cursor_execute", before_execute)
+    error = None
     try:
-        from alembic import op
-
-        with _proxy(ops):
+        with _online_environment(ctx), _proxy(ops):
             call_upgrade(upgrade, op)
+    except BaseException as exc:  # noqa: BLE001 - the caller sorts it out
+        error = exc
     finally:
         event.remove(connection, "before_cursor_execute", before_execute)
-    return rec
+    return rec, error
+
+
+@contextmanager
+def _online_environment(ctx: MigrationContext) -> Iterator[None]:
+    """``alembic.context`` as in ``alembic upgrade``: ``is_offline_mode()`` is false, ``get_context()`` is *ctx*."""
+    from alembic.config import Config
+    from alembic.runtime.environment import EnvironmentContext
+
+    environment = EnvironmentContext(Config(), None)
+    environment._migration_context = ctx
+    environment._install_proxy()
+    try:
+        yield
+    finally:
+        environment._remove_proxy()

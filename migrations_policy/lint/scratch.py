@@ -17,7 +17,8 @@ from ..errors import DatabaseError
 from .recorder import record_online
 
 
-def _engine(url: str):
+def scratch_engine(url: str):
+    """An engine on *url* whose transactions cover DDL on SQLite too (DDL rolls back with them)."""
     engine = open_engine(url, "scratch database")
     if engine.dialect.name == "sqlite":  # pysqlite commits before DDL unless told to BEGIN itself
         @event.listens_for(engine, "connect")
@@ -31,7 +32,7 @@ def _engine(url: str):
 
 
 def record_on_scratch_database(upgrade, url: str, filename: str) -> list:
-    engine = _engine(url)
+    engine = scratch_engine(url)
     try:
         with engine.connect() as conn:
             trans = conn.begin()
