@@ -1,0 +1,223 @@
+"""``lint --replay``: the history upgraded from base on a real scratch database (SQLite, PostgreSQL, MariaDB).
+
+Histories are generated (``history.generate``, seeded): chains, branch points and merges of
+scripts that create tables, add and drop columns, reflect the live schema and act on what
+they find, or fail on the database.  The generator knows what each script must get.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from . import history as histories
+from .conftest import script
+
+SEEDS = (3, 6, 7)  # between them: branch points, merges, a second root, failures with and without descendants
+
+
+def _replay_args(backend: str, server_for) -> list[str]:
+    """Replay on a throwaway database the linter creates (SQLite: a temporary file)."""
+    if backend == "sqlite":
+        return ["--replay"]
+    return ["--scratch-server", server_for(backend).url.render_as_string(hide_password=False)]
+
+
+def _databases(server) -> set[str]:
+    engine = server.engine()
+    try:
+        with engine.connect() as conn:
+            if server.name == "postgresql":
+                return set(conn.execute(sa.text("SELECT datname FROM pg_database")).scalars())
+            return set(conn.execute(sa.text("SHOW DATABASES")).scalars())
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_generated_history_every_file_a_verdict_judged_from_what_ran(backend, server_for, tmp_path, run_lint, seed):
+    history = histories.generate(seed)
+    paths = history.write(tmp_path / "versions")
+    before = _databases(server_for(backend)) if backend != "sqlite" else set()
+    run = run_lint("--format", "json", *_replay_args(backend, server_for), tmp_path / "versions")
+    report = run.json
+    assert report["files"] == len(history.scripts), run.err
+    by_path: dict[str, list[dict]] = {}
+    for finding in report["findings"]:
+        by_path.setdefault(finding["path"], []).append(finding)
+    failing, blocked = history.failing() - history.blocked(), history.blocked()
+    dialect = "mysql" if backend == "mysql" else backend
+    for item in history.scripts:
+        found = by_path.get(str(paths[item.revision]), [])
+        codes = {f["code"] for f in found}
+        assert "MP001" not in codes, found  # nothing is read from source: everything ran
+        assert all(f["dialect"] in ("", dialect) for f in found), found
+        if item.revision in blocked:
+            assert codes == {"MP000"}, (item, found)
+            assert "not replayed" in found[0]["message"]
+            ancestor = found[0]["message"].split("its ancestor ")[1].split(" ")[0]
+            assert ancestor in failing and str(paths[ancestor]) in found[0]["message"]
+        elif item.revision in failing:
+            errors = [f for f in found if f["code"] == "MP004"]
+            assert len(errors) == 1 and "MP000" not in codes, (item, found)
+            assert item.missing_table in errors[0]["message"] and errors[0]["line"] == 11
+        else:
+            assert not codes & {"MP000", "MP004"}, (item, found)
+            # The reflecting scripts: MP101 exactly when the column was there to drop (offline reads both ways).
+            assert ("MP101" in codes) == item.drops, (item, found)
+    assert run.code == (2 if blocked else 1 if failing or any(s.drops for s in history.scripts) else 0)
+    if backend != "sqlite":
+        assert _databases(server_for(backend)) == before  # the throwaway database is gone
+
+
+def test_offline_lint_of_the_same_reflecting_script_differs(tmp_path, run_lint):
+    """The replay's MP101 verdicts come from the database: offline, a reflecting script is read from source."""
+    history = histories.generate(3)
+    history.write(tmp_path / "versions")
+    offline = run_lint("--format", "json", "--dialect", "sqlite", tmp_path / "versions")
+    reflecting = [s for s in history.scripts if s.kind == "reflect"]
+    assert reflecting and len(offline.findings("MP001")) >= len(reflecting)
+
+
+def test_order_is_alembic_s_each_script_at_its_down_revision(backend, server_for, tmp_path, run_lint):
+    """Every script records the heads it found in alembic_version: alembic's order, merges and all."""
+    versions = tmp_path / "versions"
+    versions.mkdir()
+    log = tmp_path / "heads.log"
+    body = f'''
+    heads = sorted(op.get_bind().execute(sa.text("SELECT version_num FROM alembic_version")).scalars())
+    with open({str(log)!r}, "a") as fh:
+        fh.write(revision + ":" + ",".join(heads) + "\\n")
+    op.create_table("t_" + revision, sa.Column("id", sa.Integer, primary_key=True))
+    '''
+    tree = {"a": None, "b": "a", "c": "a", "d": ("b", "c"), "e": "d", "z": None}
+    for revision, down in sorted(tree.items(), reverse=True):  # file order is not the history's order
+        (versions / f"{revision}.py").write_text(script(body, revision=revision, down=down))
+    run = run_lint("--format", "json", *_replay_args(backend, server_for), versions)
+    assert run.code == 0, run.out + run.err
+    lines = [line.split(":") for line in log.read_text().splitlines()]
+    order = [revision for revision, _ in lines]
+    assert sorted(order) == sorted(tree)
+    for position, (revision, heads) in enumerate(lines):
+        heads = set(heads.split(",")) - {""}
+        parents = {tree[revision]} if isinstance(tree[revision], str) else set(tree[revision] or ())
+        applied = set(order[:position])
+        assert parents <= applied, (revision, order)  # at its own down_revision (and nothing after it)
+        # alembic_version holds the applied revisions nothing applied builds on
+        built_on = {p for r in applied for p in ({tree[r]} if isinstance(tree[r], str) else set(tree[r] or ()))}
+        assert heads == applied - built_on, (revision, heads)
+
+
+def test_user_database_with_tables_is_refused_and_untouched(backend, db_url, tmp_path, run_lint):
+    engine = sa.create_engine(db_url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("CREATE TABLE keep_me (id INTEGER PRIMARY KEY)"))
+        conn.execute(sa.text("INSERT INTO keep_me (id) VALUES (1)"))
+    histories.generate(7).write(tmp_path / "versions")
+    url = db_url.render_as_string(hide_password=False)
+    run = run_lint("--replay", "--url", url, tmp_path / "versions")
+    assert run.code == 2 and run.out == ""
+    assert len(run.err.strip().splitlines()) == 1 and "not empty" in run.err and "keep_me" in run.err
+    if db_url.password:
+        assert db_url.password not in run.err and "***" in run.err
+    with engine.connect() as conn:
+        assert sa.inspect(conn).get_table_names() == ["keep_me"]
+        assert conn.execute(sa.text("SELECT id FROM keep_me")).scalars().all() == [1]
+    engine.dispose()
+
+
+def test_empty_user_database_is_replayed_on(backend, db_url, tmp_path, run_lint):
+    history = histories.generate(7)
+    paths = history.write(tmp_path / "versions")
+    run = run_lint("--format", "json", "--replay", "--url", db_url.render_as_string(hide_password=False),
+                   tmp_path / "versions")
+    assert run.json["files"] == len(history.scripts)
+    engine = sa.create_engine(db_url)
+    with engine.connect() as conn:
+        tables = set(sa.inspect(conn).get_table_names())
+        heads = set(conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalars())
+    engine.dispose()
+    replayed = [s for s in history.scripts if s.revision not in history.failing() | history.blocked()]
+    assert {f"t_{s.revision.split('x')[0][1:]}_{int(s.revision.split('x')[1])}" for s in replayed
+            if s.kind == "create table"} <= tables
+    # The heads alembic_version holds are the replayed scripts no replayed script builds on.
+    built_on = {d for s in replayed for d in s.down}
+    assert heads == {s.revision for s in replayed} - built_on
+    assert all(str(paths[s.revision]) in run.out for s in history.scripts if s.revision in history.failing())
+
+
+def test_sqlite_scratch_file_is_removed(tmp_path, run_lint, monkeypatch):
+    scratch_parent = tmp_path / "tmp"
+    scratch_parent.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch_parent))
+    seen = tmp_path / "seen.txt"
+    (tmp_path / "v").mkdir()
+    (tmp_path / "v" / "a.py").write_text(script(
+        f'open({str(seen)!r}, "w").write(op.get_bind().engine.url.database)\n'
+        'op.create_table("t", sa.Column("id", sa.Integer, primary_key=True))', revision="a"))
+    run = run_lint("--replay", tmp_path / "v")
+    assert run.code == 0, run.out + run.err
+    used = Path(seen.read_text())
+    assert used.parent.parent == scratch_parent and not used.exists() and list(scratch_parent.iterdir()) == []
+
+
+def test_a_script_that_is_not_in_the_history_gets_a_verdict(tmp_path, run_lint):
+    versions = tmp_path / "versions"
+    versions.mkdir()
+    (versions / "a.py").write_text(script('op.create_table("t", sa.Column("id", sa.Integer, primary_key=True))',
+                                          revision="a"))
+    (versions / "orphan.py").write_text(script('op.add_column("t", sa.Column("x", sa.Integer))', revision="o",
+                                               down="gone"))
+    (versions / "child.py").write_text(script("pass", revision="c", down="o"))
+    (versions / "twice1.py").write_text(script("pass", revision="w", down="a"))
+    (versions / "twice2.py").write_text(script("pass", revision="w", down="a"))
+    run = run_lint("--format", "json", "--replay", versions)
+    messages = {Path(f["path"]).name: f["message"] for f in run.json["findings"] if f["code"] == "MP000"}
+    assert run.json["files"] == 5 and set(messages) == {"orphan.py", "child.py", "twice1.py", "twice2.py"}
+    assert "gone is not among the linted files" in messages["orphan.py"]
+    assert "ancestor o" in messages["child.py"] and "declared by several files" in messages["twice1.py"]
+
+
+def test_timeout_and_own_error_block_descendants(tmp_path, run_lint):
+    versions = tmp_path / "versions"
+    versions.mkdir()
+    (tmp_path / "setup.cfg").write_text("[migrations_policy]\nlint_timeout = 2\n")
+    (versions / "a.py").write_text(script("while True:\n    pass", revision="a"))
+    (versions / "b.py").write_text(script("pass", revision="b", down="a"))
+    (versions / "c.py").write_text(script("raise ValueError('boom')", revision="c"))
+    (versions / "d.py").write_text(script("pass", revision="d", down="c"))
+    run = run_lint("--format", "json", "--replay", versions)
+    messages = {Path(f["path"]).name: f["message"] for f in run.json["findings"] if f["code"] == "MP000"}
+    assert "did not finish within 2 s" in messages["a.py"] and "ancestor a" in messages["b.py"]
+    assert "ValueError: boom" in messages["c.py"] and "ancestor c" in messages["d.py"]
+
+
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM])
+def test_interrupted_replay_drops_its_database(server_for, tmp_path, how):
+    server = server_for("postgresql")
+    versions = tmp_path / "versions"
+    versions.mkdir()
+    started = tmp_path / "started"
+    (versions / "a.py").write_text(script(f"open({str(started)!r}, 'w').close()\nimport time\ntime.sleep(60)",
+                                          revision="a"))
+    before = _databases(server)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    proc = subprocess.Popen([sys.executable, "-m", "migrations_policy.cli", "lint", "--scratch-server",
+                             server.url.render_as_string(hide_password=False), str(versions)],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not started.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    assert started.exists() and any(name.startswith("mp_replay_") for name in _databases(server) - before)
+    proc.send_signal(how)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert _databases(server) == before
