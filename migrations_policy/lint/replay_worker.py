@@ -64,7 +64,7 @@ def _describe(exc: BaseException) -> str:
     return mask_text(f"{kind}: {_first_line(exc)}")
 
 
-def _recorder(url: str, revision: str, down_revisions: tuple[str, ...], table, outcome: dict):
+def _recorder(engine, revision: str, down_revisions: tuple[str, ...], table, outcome: dict):
     """``engine.analyse``'s *record*: run ``upgrade()`` on *url* in its own transaction (see the module docstring)."""
 
     def record(module, source, upgrade, path, options, hits, dependent):
@@ -73,10 +73,9 @@ def _recorder(url: str, revision: str, down_revisions: tuple[str, ...], table, o
         from .engine import Hit
         from .loader import LoadError, line_in, one_line
         from .recorder import run_online
-        from .scratch import scratch_engine
 
         filename, dialect = str(path), options.dialects[0]
-        engine = scratch_engine(url)
+        engine.dispose(close=False)  # the worker's connections, if any, are not this process's to use
         ops, error = [], None
         try:
             with engine.connect() as conn:
@@ -95,8 +94,6 @@ def _recorder(url: str, revision: str, down_revisions: tuple[str, ...], table, o
             error = error or exc
             if not ops:
                 raise LoadError(f"cannot use the scratch database: {_describe(exc)}") from None
-        finally:
-            engine.dispose()
         if error is None:
             return {dialect: ops}
         where = f"at down_revision {', '.join(down_revisions) or 'base'}"
@@ -109,7 +106,7 @@ def _recorder(url: str, revision: str, down_revisions: tuple[str, ...], table, o
     return record
 
 
-def _replay(url: str, revision: str, down_revisions: tuple[str, ...], table):
+def _replay(engine, revision: str, down_revisions: tuple[str, ...], table):
     """The child's ``run``: the script's hits, and whether its transaction committed."""
 
     def run(path: str, phase: str, options) -> tuple:
@@ -118,7 +115,7 @@ def _replay(url: str, revision: str, down_revisions: tuple[str, ...], table):
         from .engine import analyse
 
         outcome: dict = {}
-        hits = analyse(Path(path), phase, options, record=_recorder(url, revision, down_revisions, table, outcome))
+        hits = analyse(Path(path), phase, options, record=_recorder(engine, revision, down_revisions, table, outcome))
         return [hit.to_list() for hit in hits], bool(outcome.get("committed"))
 
     return run
@@ -130,8 +127,9 @@ def _not_replayed(blocker: tuple[str, str]) -> list:
              "database is not at this script's down_revision; fix that script first", "", "error"]]
 
 
-def _prepare_database(url: str, table) -> None:
-    """Create ``alembic_version`` (before any fork: no child inherits a connection)."""
+def _prepare_database(url: str, table):
+    """The engine every child uses, its dialect initialized by a first connection that creates
+    ``alembic_version``; its pool is emptied before any fork (no child inherits a connection)."""
     from .scratch import scratch_engine
 
     engine = scratch_engine(url)
@@ -140,6 +138,7 @@ def _prepare_database(url: str, table) -> None:
             table.create(conn, checkfirst=True)
     finally:
         engine.dispose()
+    return engine
 
 
 def serve(job: dict) -> None:
@@ -150,7 +149,7 @@ def serve(job: dict) -> None:
     graph, blocked = job["graph"], dict(job["blocked"])
     table = _version_table(max([32, *(len(graph[index][0]) for index, _, _ in job["tasks"])]))
     worker._prepare(options)
-    _prepare_database(job["url"], table)
+    engine = _prepare_database(job["url"], table)
     for index, path, phase in job["tasks"]:
         revision, down_revisions, parents = graph[index]
         blocker = next((blocked[parent] for parent in parents if parent in blocked), None)
@@ -159,7 +158,7 @@ def serve(job: dict) -> None:
             worker._send(("done", index, _not_replayed(blocker), None, [], False))
             continue
         worker._send(("start", index))
-        child = worker._start(index, path, phase, options, _replay(job["url"], revision, tuple(down_revisions), table))
+        child = worker._start(index, path, phase, options, _replay(engine, revision, tuple(down_revisions), table))
         running = {child.pid: child}
         finished = []
         while running:
