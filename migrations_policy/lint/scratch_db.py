@@ -21,9 +21,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from .._engines import connection_error, open_engine
-from .._urls import mask_url, parse_url
-from ..errors import UsageError
+from .._engines import _first_line, connection_error, open_engine
+from .._urls import mask_text, mask_url, parse_url
+from ..errors import DatabaseError, UsageError
 
 #: Schemas of the server itself: their tables do not make a PostgreSQL database "not empty".
 _SYSTEM_SCHEMAS = ("information_schema", "pg_catalog", "pg_toast")
@@ -144,18 +144,28 @@ def _throwaway_database(server: str) -> Iterator[str]:
     admin = open_engine(parsed, "scratch server", isolation_level="AUTOCOMMIT")
     try:
         try:
-            with admin.connect() as conn:
-                conn.execute(create(name))
-        except Exception as exc:  # noqa: BLE001 - refused or unreachable: one line
+            conn = admin.connect()
+        except Exception as exc:  # noqa: BLE001 - whatever the driver raises while connecting: one line
             raise connection_error(exc, parsed, "scratch server") from None
+        with conn:
+            _admin(conn, create(name), f"cannot create a scratch database on {mask_url(parsed)}")
         with _sigterm_interrupts():
             try:
                 yield parsed.set(database=name).render_as_string(hide_password=False)
             finally:
                 with admin.connect() as conn:
-                    conn.execute(drop(name))
+                    _admin(conn, drop(name), f"cannot drop the scratch database {name} on {mask_url(parsed)}")
     finally:
         admin.dispose()
+
+
+def _admin(conn, statement, failure: str) -> None:
+    from sqlalchemy.exc import DBAPIError
+
+    try:
+        conn.execute(statement)
+    except DBAPIError as exc:
+        raise DatabaseError(f"{failure}: {mask_text(_first_line(exc))}") from None
 
 
 @contextlib.contextmanager

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -221,3 +222,26 @@ def test_interrupted_replay_drops_its_database(server_for, tmp_path, how):
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert _databases(server) == before
+
+
+def test_server_that_refuses_create_database_is_one_line(server_for, tmp_path, run_lint):
+    server = server_for("postgresql")
+    role = f"mp_weak_{uuid.uuid4().hex[:8]}"
+    engine = server.engine(isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(sa.text(f"CREATE ROLE {role} LOGIN PASSWORD 'weak-secret-pw' NOCREATEDB"))
+    engine.dispose()
+    histories.generate(3).write(tmp_path / "versions")
+    url = server.url.set(username=role, password="weak-secret-pw").render_as_string(hide_password=False)
+    run = run_lint("--scratch-server", url, tmp_path / "versions")
+    assert run.code == 2 and run.out == "" and len(run.err.strip().splitlines()) == 1, run.err
+    assert "cannot create a scratch database" in run.err and "permission denied" in run.err
+    assert "weak-secret-pw" not in run.err
+
+
+def test_replay_dialect_must_be_linted(tmp_path, run_lint):
+    histories.generate(3).write(tmp_path / "versions")
+    run = run_lint("--replay", "--dialect", "postgresql", tmp_path / "versions")
+    assert run.code == 2 and "sqlite" in run.err and len(run.err.strip().splitlines()) == 1
+    run = run_lint("--scratch-server", "sqlite:///x.db", tmp_path / "versions")
+    assert run.code == 2 and "--scratch-server is a PostgreSQL or MySQL/MariaDB server URL" in run.err
