@@ -200,12 +200,13 @@ def _proxy(ops: Operations) -> Iterator[None]:
 
 
 @contextmanager
-def _offline_environment(ctx: MigrationContext, dialect: str) -> Iterator[None]:
-    """``alembic.context`` as in ``alembic upgrade --sql``: ``is_offline_mode()`` is true, ``get_context()`` is *ctx*."""
+def _environment(ctx: MigrationContext, **options: Any) -> Iterator[None]:
+    """``alembic.context`` as in ``alembic upgrade`` (``as_sql=True``: ``--sql``, ``is_offline_mode()`` is true),
+    ``get_context()`` being *ctx*."""
     from alembic.config import Config
     from alembic.runtime.environment import EnvironmentContext
 
-    environment = EnvironmentContext(Config(), None, as_sql=True, dialect_name=dialect)
+    environment = EnvironmentContext(Config(), None, **options)
     environment._migration_context = ctx
     environment._install_proxy()
     try:
@@ -222,7 +223,7 @@ def recording(dialect: str, filename: str, strict: bool = False) -> Iterator[Rec
     what it would answer as unknown) instead of answering as an empty database."""
     rec = Recording(filename)
     ctx = _offline_context(dialect, rec, strict)
-    with _offline_environment(ctx, dialect), _proxy(_recording_operations(ctx, rec, execute=False)):
+    with _environment(ctx, as_sql=True, dialect_name=dialect), _proxy(_recording_operations(ctx, rec, execute=False)):
         yield rec
 
 
@@ -273,7 +274,7 @@ def run_online(upgrade: Callable[..., Any], ctx: MigrationContext, filename: str
     event.listen(connection, "before_cursor_execute", before_execute)
     error = None
     try:
-        with _online_environment(ctx), _proxy(ops):
+        with _environment(ctx), _proxy(ops):
             call_upgrade(upgrade, op)
     except BaseException as exc:  # noqa: BLE001 - the caller sorts it out
         error = exc
@@ -281,17 +282,3 @@ def run_online(upgrade: Callable[..., Any], ctx: MigrationContext, filename: str
         event.remove(connection, "before_cursor_execute", before_execute)
     return rec, error
 
-
-@contextmanager
-def _online_environment(ctx: MigrationContext) -> Iterator[None]:
-    """``alembic.context`` as in ``alembic upgrade``: ``is_offline_mode()`` is false, ``get_context()`` is *ctx*."""
-    from alembic.config import Config
-    from alembic.runtime.environment import EnvironmentContext
-
-    environment = EnvironmentContext(Config(), None)
-    environment._migration_context = ctx
-    environment._install_proxy()
-    try:
-        yield
-    finally:
-        environment._remove_proxy()

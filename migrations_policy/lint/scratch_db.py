@@ -88,11 +88,7 @@ def _require_empty(url: str) -> None:
     parsed = parse_url(url)
     engine = open_engine(parsed, "replay database")
     try:
-        try:
-            conn = engine.connect()
-        except Exception as exc:  # noqa: BLE001 - whatever the driver raises while connecting: one line
-            raise connection_error(exc, parsed, "replay database") from None
-        with conn:
+        with _connect(engine, parsed, "replay database") as conn:
             inspector = sa.inspect(conn)
             schemas = [None]
             if conn.dialect.name == "postgresql":
@@ -143,11 +139,7 @@ def _throwaway_database(server: str) -> Iterator[str]:
     name = f"mp_replay_{uuid.uuid4().hex[:12]}"
     admin = open_engine(parsed, "scratch server", isolation_level="AUTOCOMMIT")
     try:
-        try:
-            conn = admin.connect()
-        except Exception as exc:  # noqa: BLE001 - whatever the driver raises while connecting: one line
-            raise connection_error(exc, parsed, "scratch server") from None
-        with conn:
+        with _connect(admin, parsed, "scratch server") as conn:
             _admin(conn, create(name), f"cannot create a scratch database on {mask_url(parsed)}")
         with _sigterm_interrupts():
             try:
@@ -157,6 +149,13 @@ def _throwaway_database(server: str) -> Iterator[str]:
                     _admin(conn, drop(name), f"cannot drop the scratch database {name} on {mask_url(parsed)}")
     finally:
         admin.dispose()
+
+
+def _connect(engine, parsed, what: str):
+    try:
+        return engine.connect()
+    except Exception as exc:  # noqa: BLE001 - whatever the driver raises while connecting: one line
+        raise connection_error(exc, parsed, what) from None
 
 
 def _admin(conn, statement, failure: str) -> None:
