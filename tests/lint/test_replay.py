@@ -201,9 +201,10 @@ def test_timeout_and_own_error_block_descendants(tmp_path, run_lint):
     assert "ValueError: boom" in messages["c.py"] and "ancestor c" in messages["d.py"]
 
 
-@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM])
-def test_interrupted_replay_drops_its_database(server_for, tmp_path, how):
-    server = server_for("postgresql")
+@pytest.mark.parametrize("name,how", [("postgresql", signal.SIGINT), ("postgresql", signal.SIGTERM),
+                                      ("mysql", signal.SIGINT)])
+def test_interrupted_replay_drops_its_database(server_for, tmp_path, name, how):
+    server = server_for(name)
     versions = tmp_path / "versions"
     versions.mkdir()
     started = tmp_path / "started"
@@ -245,3 +246,40 @@ def test_replay_dialect_must_be_linted(tmp_path, run_lint):
     assert run.code == 2 and "sqlite" in run.err and len(run.err.strip().splitlines()) == 1
     run = run_lint("--scratch-server", "sqlite:///x.db", tmp_path / "versions")
     assert run.code == 2 and "--scratch-server is a PostgreSQL or MySQL/MariaDB server URL" in run.err
+
+
+def test_a_script_that_kills_the_replay_worker(tmp_path, run_lint):
+    """The worker is restarted for the rest: the killer gets MP000, its descendants are not replayed, the others are."""
+    versions = tmp_path / "versions"
+    versions.mkdir()
+    (versions / "a.py").write_text(script("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)", revision="a"))
+    (versions / "b.py").write_text(script("pass", revision="b", down="a"))
+    (versions / "c.py").write_text(script('op.create_table("t", sa.Column("id", sa.Integer, primary_key=True))\n'
+                                          'op.drop_column("t", "id")', revision="c"))
+    run = run_lint("--format", "json", "--replay", versions)
+    by_file = {Path(f["path"]).name: f for f in run.json["findings"]}
+    assert "ended the linter's replay process" in by_file["a.py"]["message"]
+    assert "its ancestor a" in by_file["b.py"]["message"]
+    assert by_file["c.py"]["code"] == "MP004"  # it ran, on the database (SQLite cannot drop a primary key column)
+
+
+def test_expand_and_contract_branches_replay_in_order_with_their_phases(backend, server_for, tmp_path, run_lint):
+    versions = tmp_path / "versions"
+    (versions / "expand").mkdir(parents=True)
+    (versions / "contract").mkdir()
+    (versions / "expand" / "e1.py").write_text(script(
+        'op.create_table("acct", sa.Column("id", sa.Integer, primary_key=True), sa.Column("legacy", sa.Integer), '
+        'sa.Column("old", sa.Integer))', revision="e1", labels=("expand",)))
+    (versions / "contract" / "c1.py").write_text(script("pass", revision="c1", down="e1", labels=("contract",)))
+    (versions / "expand" / "e2.py").write_text(script('op.add_column("acct", sa.Column("email", sa.String(50)))',
+                                                       revision="e2", down="e1"))
+    (versions / "contract" / "c2.py").write_text(script(
+        'columns = [c["name"] for c in sa.inspect(op.get_bind()).get_columns("acct")]\n'
+        'assert "email" in columns  # the expand revision it depends on has run\n'
+        'op.drop_column("acct", "legacy")', revision="c2", down="c1", extra='depends_on = "e2"\n'))
+    (versions / "expand" / "e3.py").write_text(script('op.drop_column("acct", "old")', revision="e3",
+                                                       down="e2"))
+    run = run_lint("--format", "json", *_replay_args(backend, server_for), versions)
+    found = {(Path(f["path"]).name, f["code"]) for f in run.json["findings"]}
+    assert run.json["files"] == 5 and not {code for _, code in found} & {"MP000", "MP004", "MP001"}, run.out
+    assert ("e3.py", "MP101") in found and not any(name == "c2.py" and code == "MP101" for name, code in found)
