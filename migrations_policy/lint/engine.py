@@ -88,12 +88,12 @@ def _record_all(module, source: str, upgrade, path: Path, options: Options, hits
             results[dialect] = executed or []
             outcome = "its offline run (empty database) was linted" if executed is not None else "NOT linted"
             hits.append(Hit(line or 1, OFFLINE, f"{reason} and its source could not be followed "
-                            f"({one_line(scan_exc)}): {outcome}; run with --url SCRATCH_DB", dialect))
+                            f"({one_line(scan_exc)}): {outcome}; run with --replay (or --url SCRATCH_DB)", dialect))
             continue
         results[dialect] = scan.recording.ops
         message = (f"{reason}; linted from source instead"
                    f"{f', {len(set(scan.unevaluated))} op call(s) read from literals only' if scan.unevaluated else ''}"
-                   "; run with --url SCRATCH_DB to execute it")
+                   "; run with --replay (or --url SCRATCH_DB) to execute it")
         hits.append(Hit(line or 1, OFFLINE, message, dialect))
     return results
 
