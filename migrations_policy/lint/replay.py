@@ -54,13 +54,18 @@ class _Plan:
         #: index -> (revision, down revisions, depends_on) of each script with a revision.
         self.headers: dict[int, tuple[str, tuple[str, ...], tuple[str, ...]]] = {}
         declared: dict[str, list[int]] = {}
+        labels: dict[str, str] = {}  # branch label -> the revision declaring it (a depends_on may name a label)
         for index, path in enumerate(self.paths):
             header = resolver.header(path)
             if header is None or not header.revision:
                 self.verdicts[index] = _verdict("no revision = '...' found in the script's header")
                 continue
             declared.setdefault(header.revision, []).append(index)
+            labels.update(dict.fromkeys(header.branch_labels, header.revision))
             self.headers[index] = (header.revision, header.down_revisions, _depends_on(path))
+        for index, (revision, down, depends) in self.headers.items():
+            depends = tuple(dep if dep in declared else labels.get(dep, dep) for dep in depends)
+            self.headers[index] = (revision, down, tuple(dep for dep in depends if dep not in down))
         for revision, indexes in declared.items():
             if len(indexes) > 1:
                 paths = ", ".join(str(self.paths[i]) for i in indexes)

@@ -283,3 +283,16 @@ def test_expand_and_contract_branches_replay_in_order_with_their_phases(backend,
     found = {(Path(f["path"]).name, f["code"]) for f in run.json["findings"]}
     assert run.json["files"] == 5 and not {code for _, code in found} & {"MP000", "MP004", "MP001"}, run.out
     assert ("e3.py", "MP101") in found and not any(name == "c2.py" and code == "MP101" for name, code in found)
+
+
+def test_depends_on_a_branch_label_or_a_missing_revision(tmp_path, run_lint):
+    versions = tmp_path / "versions"
+    versions.mkdir()
+    (versions / "e1.py").write_text(script('op.create_table("t", sa.Column("id", sa.Integer, primary_key=True))',
+                                           revision="e1", labels=("expand",)))
+    (versions / "c1.py").write_text(script('op.create_table("u", sa.Column("id", sa.Integer, primary_key=True))',
+                                           revision="c1", extra='depends_on = ("expand",)\n'))
+    (versions / "c2.py").write_text(script("pass", revision="c2", down="c1", extra='depends_on = "nowhere"\n'))
+    run = run_lint("--format", "json", "--replay", versions)
+    messages = {Path(f["path"]).name: f["message"] for f in run.json["findings"]}
+    assert set(messages) == {"c2.py"} and "nowhere is not among the linted files" in messages["c2.py"], run.out
