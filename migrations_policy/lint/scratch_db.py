@@ -34,13 +34,6 @@ class Target:
     url: str | None = None
     server: str | None = None
 
-    def describe(self) -> str:
-        if self.url:
-            return mask_url(self.url)
-        if self.server:
-            return f"a throwaway database on {mask_url(self.server)}"
-        return "a temporary SQLite file"
-
 
 def _dialect(url) -> str:
     name = url.get_backend_name()
