@@ -128,12 +128,12 @@ def replay_all(tasks: list[tuple[Path, str]], resolver: PhaseResolver, options: 
         return analysis
     blocked: dict[int, tuple[str, str]] = {}
 
-    def done(index: int, found: list, internal, modules=(), committed=False) -> None:
+    def done(index: int, found: list, internal, modules=(), committed=False, blocker=None) -> None:
         hits[index] = found
         if internal:
             analysis.internal[index] = tuple(internal)
-        if not committed:  # its descendants are not replayed (by a restarted worker either)
-            blocked[index] = (plan.graph[index][0], str(tasks[index][0]))
+        if not committed:  # its descendants are not replayed (by a restarted worker either), naming the failure
+            blocked[index] = tuple(blocker) if blocker else (plan.graph[index][0], str(tasks[index][0]))
 
     with scratch_database(target) as url:
         todo = list(plan.order)

@@ -16,7 +16,8 @@ the script's findings judged from what really ran:
 * any other exception of ``upgrade()``, a timeout, a script ending the child: ``MP000``;
 * a script whose ancestor did not commit is not run: ``MP000`` naming that ancestor.
 
-Frames to the parent are ``lint.worker``'s, and a ``done`` frame ends with whether the script committed.
+Frames to the parent are ``lint.worker``'s; a ``done`` frame ends with whether the script committed
+and, when not, the ``(revision, path)`` of the failure that blocks its descendants.
 """
 
 from __future__ import annotations
@@ -155,7 +156,7 @@ def serve(job: dict) -> None:
         blocker = next((blocked[parent] for parent in parents if parent in blocked), None)
         if blocker is not None:
             blocked[index] = blocker
-            worker._send(("done", index, _not_replayed(blocker), None, [], False))
+            worker._send(("done", index, _not_replayed(blocker), None, [], False, blocker))
             continue
         worker._send(("start", index))
         child = worker._start(index, path, phase, options, _replay(engine, revision, tuple(down_revisions), table))
@@ -168,7 +169,7 @@ def serve(job: dict) -> None:
         committed = bool(committed and committed[0])
         if not committed:
             blocked[index] = (revision, path)
-        worker._send(("done", index, hits, internal, modules, committed))
+        worker._send(("done", index, hits, internal, modules, committed, blocked.get(index)))
 
 
 def main() -> None:

@@ -315,3 +315,40 @@ def test_database_error_text_never_shows_the_password(server_for, tmp_path, run_
 
     (finding,) = [f for f in lint_run([versions], replay=Target(server=url)).findings if f.code == "MP004"]
     assert password not in finding.message and "***" in finding.message
+
+
+def test_postgresql_database_with_a_table_in_another_schema_is_refused(server_for, tmp_path, run_lint):
+    server = server_for("postgresql")
+    url = server.create_database()
+    engine = sa.create_engine(url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(sa.text("CREATE SCHEMA other"))
+            conn.execute(sa.text("CREATE TABLE other.kept (id INTEGER PRIMARY KEY)"))
+        histories.generate(3).write(tmp_path / "versions")
+        run = run_lint("--replay", "--url", url.render_as_string(hide_password=False), tmp_path / "versions")
+        assert run.code == 2 and "other.kept" in run.err and len(run.err.strip().splitlines()) == 1
+        with engine.connect() as conn:
+            assert sa.inspect(conn).get_table_names() == []  # nothing was created in public either
+    finally:
+        engine.dispose()
+        server.drop_database(url)
+
+
+def test_after_a_worker_restart_the_blocked_still_name_the_script_that_failed(tmp_path, run_lint):
+    """alembic's order here: a (fails on the database), b (not replayed), c, k (kills the worker), then, in a
+    restarted worker, z and y: both name a, the script that failed, not b, which merely was not replayed."""
+    versions = tmp_path / "versions"
+    versions.mkdir()
+    (versions / "a.py").write_text(script('op.add_column("absent", sa.Column("x", sa.Integer))', revision="a"))
+    (versions / "b.py").write_text(script("pass", revision="b", down="a"))
+    (versions / "c.py").write_text(script("pass", revision="c"))
+    (versions / "k.py").write_text(script("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)",
+                                          revision="k", down="c"))
+    (versions / "y.py").write_text(script("pass", revision="y", down="b"))
+    (versions / "z.py").write_text(script("pass", revision="z", down=("b", "k")))
+    run = run_lint("--format", "json", "--replay", versions)
+    messages = {Path(f["path"]).name: f["message"] for f in run.json["findings"]}
+    assert "ended the linter's replay process" in messages["k.py"], messages
+    for name in ("b.py", "y.py", "z.py"):
+        assert f"its ancestor a ({versions / 'a.py'})" in messages[name], (name, messages[name])
