@@ -31,8 +31,6 @@ from . import worker
 from .worker import UNLOADABLE
 
 REPLAY_ERROR = "MP004"
-#: Exceptions (by class name) of SQLAlchemy that are the database's answer, not the script's own bug.
-_DATABASE_ANSWERS = ("NoSuchTableError", "NoReferencedTableError", "NoReferencedColumnError")
 
 
 def _version_table(length: int):
@@ -49,22 +47,6 @@ def _stamp(conn, table, revision: str, down_revisions: tuple[str, ...]) -> None:
     conn.execute(table.insert().values(version_num=revision))
 
 
-def _database_error(exc: BaseException) -> bool:
-    import sqlalchemy as sa
-
-    return isinstance(exc, sa.exc.DBAPIError) or type(exc).__name__ in _DATABASE_ANSWERS
-
-
-def _describe(exc: BaseException) -> str:
-    """The database's first line of text (with the driver's error class), password masked."""
-    from .._engines import _first_line
-    from .._urls import mask_text
-
-    orig = getattr(exc, "orig", None)
-    kind = type(orig if orig is not None else exc).__name__
-    return mask_text(f"{kind}: {_first_line(exc)}")
-
-
 def _recorder(engine, revision: str, down_revisions: tuple[str, ...], table, outcome: dict):
     """``engine.analyse``'s *record*: run ``upgrade()`` on *url* in its own transaction (see the module docstring)."""
 
@@ -74,6 +56,7 @@ def _recorder(engine, revision: str, down_revisions: tuple[str, ...], table, out
         from .engine import Hit
         from .loader import LoadError, line_in, one_line
         from .recorder import run_online
+        from .scratch import describe_refusal, refused
 
         filename, dialect = str(path), options.dialects[0]
         engine.dispose(close=False)  # the worker's connections, if any, are not this process's to use
@@ -94,13 +77,13 @@ def _recorder(engine, revision: str, down_revisions: tuple[str, ...], table, out
         except Exception as exc:  # noqa: BLE001 - connecting (or disconnecting) failed
             error = error or exc
             if not ops:
-                raise LoadError(f"cannot use the scratch database: {_describe(exc)}") from None
+                raise LoadError(f"cannot use the scratch database: {describe_refusal(exc)}") from None
         if error is None:
             return {dialect: ops}
         where = f"at down_revision {', '.join(down_revisions) or 'base'}"
-        if _database_error(error):
+        if refused(error):
             hits.append(Hit(line_in(error, filename) or 1, REPLAY_ERROR,
-                            f"the database refused upgrade() {where}: {_describe(error)}", dialect))
+                            f"the database refused upgrade() {where}: {describe_refusal(error)}", dialect))
             return {dialect: ops}  # what ran before the error is judged too
         raise LoadError(f"upgrade() raised {one_line(error)} when replayed {where}", line_in(error, filename))
 

@@ -352,3 +352,21 @@ def test_after_a_worker_restart_the_blocked_still_name_the_script_that_failed(tm
     assert "ended the linter's replay process" in messages["k.py"], messages
     for name in ("b.py", "y.py", "z.py"):
         assert f"its ancestor a ({versions / 'a.py'})" in messages[name], (name, messages[name])
+
+
+def test_url_without_replay_names_the_refused_script_and_points_to_replay(backend, db_url, tmp_path, run_lint):
+    """``--url`` alone runs a reflecting script on the database as it stands: refused there, it is that script's
+    MP000 (it was an internal error, exit 3, before); ``--replay`` runs it at its down_revision."""
+    versions = tmp_path / "versions"
+    versions.mkdir()
+    (versions / "a.py").write_text(script('op.create_table("t", sa.Column("id", sa.Integer, primary_key=True), '
+                                          'sa.Column("c", sa.Integer))', revision="a"))
+    (versions / "b.py").write_text(script('sa.Table("t", sa.MetaData(), autoload_with=op.get_bind())\n'
+                                          'op.drop_column("t", "c")', revision="b", down="a"))
+    url = db_url.render_as_string(hide_password=False)
+    run = run_lint("--format", "json", "--url", url, versions)
+    assert run.code == 2, run.out + run.err
+    (finding,) = run.findings("MP000")
+    assert finding["path"].endswith("b.py") and finding["line"] == 11 and "--replay" in finding["message"]
+    replayed = run_lint("--format", "json", "--replay", "--url", url, versions)
+    assert replayed.code == 1 and replayed.codes == {"MP101"}, replayed.out
