@@ -44,12 +44,19 @@ def _read_head(path: Path) -> Header | None:
         return None
 
 
+def _is_file(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_file()  # follows a symlink; False for FIFOs, sockets, devices, directories
+    except OSError:
+        return False
+
+
 def _walk(directory: Path, listings: dict[Path, list[Path]]) -> Iterable[Path]:
     """``sorted(directory.rglob("*.py"), key=parts)`` without pathlib's per-entry overhead.
 
-    Like ``rglob``: names ending in ``.py`` whatever they are, no descent into symlinked
-    directories, unreadable directories skipped.  Each directory's ``*.py`` entries are
-    stored in *listings*.
+    Like ``rglob``, but only regular files (or symlinks to one) are yielded: a FIFO, a socket or a device
+    named ``*.py`` is not a script (opening a FIFO blocks forever); no descent into symlinked
+    directories, unreadable directories skipped.  Each directory's ``*.py`` files are stored in *listings*.
     """
     try:
         with os.scandir(directory) as scan:
@@ -63,7 +70,7 @@ def _walk(directory: Path, listings: dict[Path, list[Path]]) -> Iterable[Path]:
         except OSError:
             is_dir = False
         child = None
-        if entry.name.endswith(".py"):
+        if entry.name.endswith(".py") and _is_file(entry):
             child = directory / entry.name
             listed.append(child)
             yield child
@@ -94,8 +101,10 @@ def collect(paths: Iterable[str | Path], headers: dict | None = None,
                     headers[found] = header
                 if header.revision is not None:
                     files.append(found)
-        elif path.exists():
+        elif path.is_file():
             files.append(path)
+        elif path.exists():
+            raise UsageError(f"{raw}: not a regular file (a script is a file; a FIFO would block the run)")
         else:
             raise UsageError(f"{raw}: no such file or directory")
     return list(dict.fromkeys(files))

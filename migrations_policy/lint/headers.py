@@ -145,7 +145,7 @@ class PhaseResolver:
         for directory in dict.fromkeys(path.parent for path in files):
             listed = listings.get(directory)
             if listed is None:
-                listed = sorted(directory.glob("*.py"), key=lambda p: p.parts)
+                listed = sorted((p for p in directory.glob("*.py") if p.is_file()), key=lambda p: p.parts)  # no FIFO
             candidates.update(dict.fromkeys(listed))
         for candidate in candidates:
             header = self.by_path[candidate] if candidate in self.by_path else read(candidate)
