@@ -32,7 +32,7 @@ from ..errors import UsageError
 from .cache import Cache, cache_dir
 from .headers import PHASES, UNKNOWN, Header, PhaseResolver, read_header
 from .options import Options
-from .report import Finding, LintReport
+from .report import Finding, LintReport, printable
 
 __all__ = ["run", "collect", "LintReport", "Finding"]
 
@@ -231,7 +231,7 @@ def run(
         key = cache.key(digest, file_phase, options_key) if digest is not None else None
         planned.append((path, file_phase, key, cache.get(key) if key else None))
     missing = [(path, file_phase) for path, file_phase, _, hits in planned if hits is None]
-    report = LintReport(files=len(files), paths=[str(path) for path in files])
+    report = LintReport(files=len(files), paths=[printable(str(path)) for path in files])  # as Finding.path
     if missing:
         if replay is not None:
             from .replay import replay_all

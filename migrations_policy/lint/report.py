@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 ERROR, WARNING = "error", "warning"
@@ -12,6 +13,18 @@ RULES_URL = "https://github.com/migrations-policy/migrations-policy/blob/main/do
 def rule_url(code: str) -> str:
     """The page of rule *code* in the documentation (text, JSON, GitHub and SARIF output link to it)."""
     return f"{RULES_URL}/{code}.rst"
+_UNPRINTABLE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    """*text* with control characters, lone surrogates (a file name's undecodable bytes) and line breaks written
+    as Python escapes (``\\x1b``, ``\\udcff``, ``\\n``): a path or message from a script is then one line that every
+    output can encode (UTF-8 stdout, XML 1.0, JSON) and no terminal escape sequence reaches a CI log."""
+    if text.isprintable():
+        return text
+    return _UNPRINTABLE.sub(lambda match: ascii(match.group())[1:-1], text)
+
+
 #: The exit code of a run in which the linter itself failed (a bug; never the findings' 1).
 INTERNAL_ERROR = 3
 
@@ -28,8 +41,9 @@ class Finding:
 
     def __init__(self, path: str, line: int, code: str, severity: str, message: str, phase: str, dialect: str):
         # Set once, through __dict__: a frozen dataclass's own __init__ is ~3x slower (a run builds thousands).
-        self.__dict__.update(path=path, line=line, code=code, severity=severity, message=message, phase=phase,
-                             dialect=dialect)
+        # Path and message come from the scripts: printable() makes them safe in every output format.
+        self.__dict__.update(path=printable(path), line=line, code=code, severity=severity,
+                             message=printable(message), phase=phase, dialect=dialect)
 
     def to_dict(self) -> dict:
         """The seven fields in order, and the rule's page (dataclasses.asdict deep-copies: ~12x slower)."""

@@ -165,6 +165,10 @@ UPGRADES = [
     "def upgrade():\n{body}\ndef upgrade():\n    op.drop_column('users', 'second_definition')\n",
 ]
 
+#: Odd bytes in file names: undecodable, line breaks, terminal escapes, separators the formats use.
+NAME_TAILS = [os.fsdecode(b"\xff\xfe"), "\n", "\r", "\x1b[31m", " :1:1: MP999 ", ",title=x::", "%0A", "é日本",
+              "&<>\"'", "\t", "\u2028"]
+
 PRELUDE = "from alembic import op\nimport sqlalchemy as sa\n"
 
 
@@ -224,7 +228,7 @@ def _encode(r: random.Random, source: str) -> bytes:
         return b""
     if choice == "tabs":
         return data.replace(b"    ", b"\t")
-    return data + b"\nx = " + b"1 + " * 200000 + b"1\n"
+    return data + b"\nx = " + b"1 + " * 20000 + b"1\n"  # RecursionError when compiled, quickly
 
 
 def build_tree(seed: int, directory: Path, count: int = SCRIPTS_PER_TREE) -> list[Path]:
@@ -235,7 +239,7 @@ def build_tree(seed: int, directory: Path, count: int = SCRIPTS_PER_TREE) -> lis
     given = []
     for i, rid in enumerate(ids):
         down = r.choice([None, ids[i - 1] if i else None, r.choice(ids), "missing_parent"])
-        path = directory / f"{i:02d}_{rid}.py"
+        path = directory / f"{i:02d}_{rid}{r.choice(NAME_TAILS) if r.random() < 0.3 else ''}.py"
         special = r.random()
         if special < 0.06 and i:
             os.symlink(given[-1].name, path)  # a symlink to another script
@@ -384,3 +388,30 @@ def test_a_fifo_is_no_script(tmp_path):
         assert code == 1 and [f["code"] for f in json.loads(out)["findings"]] == ["MP101"], (args, out, err)
     code, out, err = _lint(tmp_path, [str(tree / "fifo.py")], 1, "off", 110)
     assert code == 2 and out == "" and err.count("\n") == 1 and "fifo.py: not a regular file" in err, err
+
+
+def test_paths_and_messages_from_scripts_are_printable_in_every_format(tmp_path):
+    """A file name with undecodable bytes or a line break, a table name with NUL, ESC or a lone surrogate: every
+    format is written (no UnicodeEncodeError traceback), JSON/SARIF/JUnit parse, the text output has one line per
+    finding and no terminal escape.  (Found by the fuzzer's file-name fragments.)"""
+    tree = tmp_path / "versions"
+    tree.mkdir()
+    names = [os.fsdecode(b"bad\xff"), "new\nline", "plain"]
+    tables = ['"us\\x00ers\\x1b[31m"', '"us\\ud800ers"', '"users"']
+    for i, (name, table) in enumerate(zip(names, tables)):
+        (tree / f"{name}.py").write_text(f'revision = "r{i}"\ndown_revision = None\n{PRELUDE}def upgrade():\n'
+                                         f"    op.drop_column({table}, 'c')\n", errors="surrogateescape")
+    (tmp_path / "fuzz.cfg").write_text("[migrations_policy]\nlint_timeout = 1\n")
+    args = ["--phase", "expand", "--dialect", "postgresql", str(tree)]
+    for fmt in ("text", "json", "junit", "sarif", "github"):
+        code, out, err = _lint(tmp_path, ["--format", fmt, *args], 1, "off", 0)
+        assert code == 1 and err == "" and "\x1b" not in out and "\x00" not in out, (fmt, code, err)
+        if fmt == "json":
+            assert sorted(f["path"].rsplit("/", 1)[1] for f in json.loads(out)["findings"]) == \
+                ["bad\\udcff.py", "new\\nline.py", "plain.py"]
+        elif fmt == "sarif":
+            assert len(json.loads(out)["runs"][0]["results"]) == 3
+        elif fmt == "junit":
+            assert len(list(ET.fromstring(out.encode()).iter("testcase"))) == 3
+        elif fmt == "text":
+            assert len([line for line in out.splitlines() if ": MP101 [error] " in line]) == 3

@@ -81,8 +81,10 @@ def test_json_renders_any_text_one_finding_per_line():
         text = render(report, "json")
         assert json.loads(text) == {"findings": [f.to_dict() for f in report.findings], "files": report.files}
     assert len(render(LintReport(findings=findings, files=3), "json").splitlines()) == 5 + len(findings)
-    assert findings[0].to_dict() == {"path": f"/p/{tricky}.py", "line": 1, "code": "MP101", "severity": "error",
-                                     "message": tricky, "phase": "expand", "dialect": "mysql,sqlite",
+    # what comes from a script is made printable (report.printable): line breaks and controls as escapes
+    printed = 'quote " backslash \\ newline \\n tab \t non-ASCII é ☃ control \\x01'
+    assert findings[0].to_dict() == {"path": f"/p/{printed}.py", "line": 1, "code": "MP101", "severity": "error",
+                                     "message": printed, "phase": "expand", "dialect": "mysql,sqlite",
                                      "url": "https://github.com/migrations-policy/migrations-policy/blob/main/docs/rules/MP101.rst"}
 
 
