@@ -81,7 +81,8 @@ def _walk(directory: Path, listings: dict[Path, list[Path]]) -> Iterable[Path]:
 def collect(paths: Iterable[str | Path], headers: dict | None = None,
             header_of: Callable[[Path], Header | None] = _read_head,
             listings: dict[Path, list[Path]] | None = None) -> list[Path]:
-    """Files to lint: given files as they are; in directories, ``*.py`` files declaring a revision.
+    """Files to lint: given files as they are; in directories, ``*.py`` files declaring a revision (``Header.declared``:
+    whether or not its value can be read without running the script).
 
     The headers read on the way (with *header_of*) are stored in *headers* (path -> ``Header``) when given;
     each walked directory's ``*.py`` entries in *listings*.
@@ -99,7 +100,7 @@ def collect(paths: Iterable[str | Path], headers: dict | None = None,
                     continue
                 if headers is not None:
                     headers[found] = header
-                if header.revision is not None:
+                if header.declared:  # also a revision whose value is not readable statically: never skipped
                     files.append(found)
         elif path.is_file():
             files.append(path)

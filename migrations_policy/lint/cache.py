@@ -101,7 +101,7 @@ class Cache:
                 header = header_of_bytes(data, Path(name))
                 entry = stamp + [hashlib.sha256(data).hexdigest(),
                                  [header.revision, list(header.down_revisions), list(header.branch_labels),
-                                  header.requires_data]]
+                                  header.requires_data, header.declared]]
                 self.files.pop(name, None)
                 self.files[name] = entry
                 self.dirty = True
@@ -115,8 +115,8 @@ class Cache:
         entry = self._entry(path)
         if entry is None:
             return None
-        revision, downs, labels, requires_data = entry[5]
-        return Header(revision, tuple(downs), tuple(labels), requires_data)
+        revision, downs, labels, requires_data, declared = entry[5]
+        return Header(revision, tuple(downs), tuple(labels), requires_data, declared)
 
     def digest(self, path: Path) -> str | None:
         """The sha256 of *path*'s bytes; None when it cannot be read."""

@@ -42,6 +42,9 @@ class Header:
     branch_labels: tuple[str, ...]
     #: The revision declares required data migrations (the gate's definition of a contract revision).
     requires_data: bool = False
+    #: The source assigns or imports a name ``revision`` at all, even where its value cannot be read statically
+    #: (``revision = f"..."``, ``from m import X as revision``, in an ``if``, not a string): alembic would load it.
+    declared: bool = False
 
 
 def _tuple(value) -> tuple[str, ...]:
@@ -77,6 +80,8 @@ def _literal(raw: str):
     return ast.literal_eval(raw)
 
 
+_DECLARES = re.compile(r"(?:^|;)[ \t]*revision[ \t]*(?::[^=\n]+)?=(?!=)|\bas[ \t]+revision\b|"
+                       r"^[ \t]*from[ \t][^\n]*\bimport\b[^\n]*\brevision\b", re.MULTILINE)
 _REQUIRES_ATTRIBUTE = re.compile(r"^requires_data_migrations\s*(?::[^=\n]+)?=\s*(.*)$", re.MULTILINE)
 _REQUIRES_CALL = re.compile(r"\.require_data_migrations\s*\(")
 _EMPTY = ("None", "()", "[]", "(,)", "set()", "frozenset()", "''", '""')
@@ -110,6 +115,7 @@ def read_header(text: str, path: Path | None = None) -> Header:
         down_revisions=_tuple(values.get("down_revision")),
         branch_labels=_tuple(values.get("branch_labels")),
         requires_data=_requires_data(text),
+        declared=isinstance(revision, str) or bool(_DECLARES.search(text)),
     )
 
 
