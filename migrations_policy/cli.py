@@ -449,12 +449,19 @@ def _configure_lint(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ignore", action="append", metavar="CODES", help="do not report these codes or prefixes")
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings (3 stays 3)")
     parser.add_argument("--statistics", action="store_true", help="print the number of findings per code instead")
+    _add_include_baseline(parser)
+
+
+def _add_include_baseline(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--include-baseline", action="store_true",
+                        help="also check the revisions at or before the 'baseline' setting (skipped by default)")
 
 
 def _configure_dbsync_lint(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--phase", choices=PHASES, help="phase of every script (default: each script's branch)")
     parser.add_argument("--dialect", action="append", choices=DIALECTS, dest="dialects",
                         help="dialect to check against (repeatable; default: the 'dialects' setting)")
+    _add_include_baseline(parser)
 
 
 _LINT_DESCRIPTION = ("Check migration scripts against the expand/contract policy, per dialect, without a database. "
@@ -466,7 +473,8 @@ DEVELOPER_COMMANDS.append(CommandSpec(
     _configure_lint,
     lambda args: lint_command.lint(args.paths, phase=args.phase, dialects=args.dialects, config_file=args.config,
                                    url=args.url, debug=args.debug, select=args.select, ignore=args.ignore,
-                                   exit_zero=args.exit_zero, statistics=args.statistics),
+                                   exit_zero=args.exit_zero, statistics=args.statistics,
+                                   include_baseline=args.include_baseline),
     description=_LINT_DESCRIPTION,
     exit_codes=LINT_EXIT_CODES,
 ))
@@ -474,7 +482,8 @@ DBSYNC_COMMANDS.append(CommandSpec(
     "lint",
     "lint the project's version scripts (no database needed)",
     _configure_dbsync_lint,
-    lambda args: lint_command.lint([], phase=args.phase, dialects=args.dialects, project=_project(args)),
+    lambda args: lint_command.lint([], phase=args.phase, dialects=args.dialects, project=_project(args),
+                                   include_baseline=args.include_baseline),
     description=_LINT_DESCRIPTION + " Lints every script of the alembic ini's version locations.",
     exit_codes=LINT_EXIT_CODES,
 ))

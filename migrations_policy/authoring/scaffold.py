@@ -177,6 +177,11 @@ def adopt(config_file: str = "alembic.ini", *, template: str = DEFAULT_TEMPLATE)
     notes = [f"updated version_locations in {config_file}",
              f"both branches start at {head or 'base'}; run `alembic upgrade heads` (or dbsync upgrade) to apply "
              "the two roots"]
+    if head is not None:
+        _write_baseline(Path(config_file), head)
+        notes.append(f"wrote baseline = {head} in {config_file}: the linter skips it and its ancestors "
+                     f"(`migrations-policy lint --include-baseline` checks them; `migrations-policy lint` reads "
+                     f"this file's settings with --config {config_file} or from pyproject.toml / setup.cfg)")
     env_py = Path(script.dir) / "env.py"
     if env_py.is_file() and "configure_options" not in env_py.read_text(encoding="utf-8"):
         notes.append(f"edit {env_py}: pass **migrations_policy.environment.configure_options(context) to every "
@@ -184,6 +189,26 @@ def adopt(config_file: str = "alembic.ini", *, template: str = DEFAULT_TEMPLATE)
     notes.append("copy the expand_contract template's script.py.mako to get requires_data_migrations "
                  "rendered next to depends_on (optional)")
     return InitResult(directory=script.dir, config_file=config_file, created=created, notes=notes)
+
+
+def _write_baseline(config_file: Path, head: str) -> None:
+    """``baseline = HEAD`` in the settings of *config_file*: ``[migrations_policy]`` of an ini file,
+    ``[tool.migrations_policy]`` of a pyproject.toml (added at the end when absent), the rest kept as it is."""
+    toml = config_file.suffix == ".toml"
+    section = "tool.migrations_policy" if toml else "migrations_policy"
+    line = f'baseline = ["{head}"]' if toml else f"baseline = {head}"
+    lines = config_file.read_text(encoding="utf-8").splitlines()
+    start = next((i for i, text in enumerate(lines) if text.strip() == f"[{section}]"), None)
+    if start is None:
+        lines += ["", f"[{section}]", line]
+    else:
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("[")), len(lines))
+        found = next((i for i in range(start + 1, end) if re.match(r"^\s*baseline\s*[=:]", lines[i])), None)
+        if found is None:
+            lines.insert(start + 1, line)
+        else:
+            lines[found] = line
+    config_file.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def _here_relative(locations: list[Path], here: Path) -> list[str]:

@@ -28,9 +28,11 @@ from typing import Callable, Iterable
 
 from ..config import DIALECTS, Settings
 from ..errors import UsageError
+from .adoption import Selection, baseline_revisions, check_codes, select
 from .cache import Cache, cache_dir
 from .headers import PHASES, UNKNOWN, Header, PhaseResolver, read_header
 from .options import Options
+from .plugins import Plugins, plugins
 from .report import Finding, LintReport
 
 __all__ = ["run", "collect", "LintReport", "Finding"]
@@ -171,6 +173,22 @@ def _sync_trigger_hits(files: list[Path], resolver: PhaseResolver) -> dict[Path,
     return found
 
 
+def _select(files: list[Path], resolver: PhaseResolver, settings: Settings, include_baseline: bool,
+            cache: Cache) -> Selection:
+    """The files this run lints (``adoption``: baseline, exclude) and the codes dropped per file."""
+    check_codes(settings.per_file_ignores, settings.source_of("per_file_ignores"))
+    baseline: set[str] = set()
+    if settings.baseline and not include_baseline:
+        def more() -> dict:  # the split layout: versions/expand and versions/contract are one history
+            extra: dict = {}
+            collect(sorted({path.parent.parent for path in files if path.parent.name in PHASES}), extra, cache.header)
+            return {header.revision: header for header in extra.values() if header and header.revision}
+
+        baseline = baseline_revisions(settings.baseline, dict(resolver.by_revision), more,
+                                      settings.source_of("baseline"))
+    return select(files, resolver.header, baseline, settings.exclude, settings.per_file_ignores)
+
+
 def run(
     paths: Iterable[str | Path],
     *,
@@ -179,8 +197,12 @@ def run(
     settings: Settings | None = None,
     url: str | None = None,
     phases: dict[Path, str] | None = None,
+    include_baseline: bool = False,
 ) -> LintReport:
-    """Lint *paths*; *phases* may pin the phase of given files (``dbsync lint`` knows them)."""
+    """Lint *paths*; *phases* may pin the phase of given files (``dbsync lint`` knows them).
+
+    The settings' ``baseline`` (unless *include_baseline*), ``exclude`` and ``per_file_ignores``
+    choose what is reported (``adoption``)."""
     settings = settings or Settings()
     if phase is not None and phase not in PHASES:
         raise UsageError(f"unknown phase {phase!r} (expected one of {', '.join(PHASES)})")
@@ -199,18 +221,23 @@ def run(
         if url_dialect not in dialects:
             raise UsageError(f"--url is a {url_dialect} database but the dialects linted are {', '.join(dialects)}")
         dialects = (url_dialect,)
-    options = Options(dialects=dialects, postgresql_version=settings.postgresql_version,
-                      timeout=getattr(settings, "lint_timeout", 10.0), url=url)
-    options_key = options.key()
     resolver = PhaseResolver(files, headers, cache.header, listings)
+    selection = _select(files, resolver, settings, include_baseline, cache)
+    options = Options(dialects=dialects, postgresql_version=settings.postgresql_version,
+                      timeout=getattr(settings, "lint_timeout", 10.0), url=url,
+                      memory_limit=settings.lint_memory_limit,
+                      plugins=plugins(settings.lint_plugins, selection.files, settings.source_of("lint_plugins"))
+                      if selection.files else Plugins())
+    options_key = options.key()
     planned = []  # (path, phase, cache key, cached [line, code, message, dialect, default severity] lists or None)
-    for path in files:
+    for path in selection.files:
         file_phase = phase or (phases or {}).get(path) or resolver.phase(path)
         digest = cache.digest(path)
         key = cache.key(digest, file_phase, options_key) if digest is not None else None
         planned.append((path, file_phase, key, cache.get(key) if key else None))
     missing = [(path, file_phase) for path, file_phase, _, hits in planned if hits is None]
-    report = LintReport(files=len(files), paths=[str(path) for path in files])
+    report = LintReport(files=len(selection.files), paths=[str(path) for path in selection.files],
+                        baseline=selection.baseline, excluded=selection.excluded)
     if missing:
         from .parallel import analyse_all
 
@@ -235,9 +262,10 @@ def run(
             hits = [disagreements[path], *hits]
         if path in sync_trigger_hits:
             hits = [*sync_trigger_hits[path], *hits]
+        dropped = selection.ignored.get(path, ())
         for line, code, message, dialect, default in hits:
             severity = default if code == "MP000" else overrides.get(code, default)
-            if severity != "off":
+            if severity != "off" and not (dropped and code != "MP000" and code.startswith(dropped)):
                 append(Finding(name, line, code, severity, message, file_phase, dialect))
     cache.save()
     return report

@@ -52,7 +52,7 @@ class InternalError(PolicyError):
 def lint(paths: list[str], *, phase: str | None = None, dialects: list[str] | None = None,
          config_file: str | None = None, url: str | None = None, project: Project | None = None,
          debug: bool = False, select: list[str] | None = None, ignore: list[str] | None = None,
-         exit_zero: bool = False, statistics: bool = False) -> LintResult:
+         exit_zero: bool = False, statistics: bool = False, include_baseline: bool = False) -> LintResult:
     """Lint migration scripts (files or version directories); no database needed.
 
     Settings come from pyproject.toml / setup.cfg in the current directory (or the
@@ -74,7 +74,8 @@ def lint(paths: list[str], *, phase: str | None = None, dialects: list[str] | No
     if not paths:
         raise UsageError("lint: no PATH given and no 'paths' setting")
     try:
-        report = linter.run(paths, phase=phase, dialects=dialects or None, settings=settings, url=url, phases=phases)
+        report = linter.run(paths, phase=phase, dialects=dialects or None, settings=settings, url=url, phases=phases,
+                            include_baseline=include_baseline)
     except PolicyError:
         raise
     except Exception as exc:  # noqa: BLE001 - a bug of the linter: one line, the traceback on request

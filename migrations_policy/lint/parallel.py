@@ -29,6 +29,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import ConfigError
 from .options import Options
 
 ENV = "MIGRATIONS_POLICY_LINT_JOBS"
@@ -91,6 +92,9 @@ def _run_worker(tasks: list[tuple[int, Path, str]], options: Options, workers: i
     """
     job = {"dialects": list(options.dialects), "postgresql_version": options.postgresql_version,
            "timeout": float(options.timeout), "url": options.url, "workers": workers,
+           "memory_limit": options.memory_limit,
+           "plugins": [list(options.plugins.configured), list(options.plugins.found), list(options.plugins.paths),
+                       options.plugins.source],
            "tasks": [(index, str(path), phase) for index, path, phase in tasks]}
     silence = options.timeout + GRACE if options.timeout > 0 else None
     started: set[int] = set()
@@ -108,6 +112,8 @@ def _run_worker(tasks: list[tuple[int, Path, str]], options: Options, workers: i
                 frame = marshal.loads(_read_exactly(proc.stdout, FRAME.unpack(size)[0], silence) or b"")
                 if frame[0] == "start":
                     started.add(frame[1])
+                elif frame[0] == "plugin error":
+                    raise ConfigError(frame[1])
                 else:
                     started.discard(frame[1])
                     on_done(*frame[1:])

@@ -99,6 +99,33 @@ def _prepare(options) -> None:
     gc.freeze()  # the children's collections neither scan nor copy what is shared
 
 
+#: (path, sha256) of the local modules the plugins imported: every script's result depends on them.
+_PLUGIN_MODULES: list[tuple[str, str]] = []
+
+
+def _import_plugins(options) -> str | None:
+    """Import the modules that register custom operations (``lint.plugins``), within the time limit;
+    the one-line error of a configured one that fails."""
+    if not (options.plugins.configured or options.plugins.found):
+        return None
+    from .plugins import import_plugins
+
+    def expired(signum, frame):
+        raise TimeoutError(f"did not finish within {options.timeout:g} s")
+
+    before = set(sys.modules)
+    signal.signal(signal.SIGALRM, expired)
+    if options.timeout > 0:
+        signal.setitimer(signal.ITIMER_REAL, options.timeout)
+    try:
+        failure = import_plugins(options.plugins)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    _PLUGIN_MODULES.extend(_local_modules(before, ""))
+    return failure
+
+
 def _send(frame: tuple) -> None:
     data = _dumps(frame)
     out = sys.stdout.buffer
@@ -128,6 +155,7 @@ def _child(write_fd: int, path: str, phase: str, options, worker: int) -> None:
             os.dup2(devnull, fd)
         for name in ("SIGINT", "SIGTERM", "SIGPIPE", "SIGALRM"):
             signal.signal(getattr(signal, name), signal.SIG_DFL)
+        _limit_memory(options.memory_limit)
         from pathlib import Path
 
         from .engine import analyse
@@ -135,7 +163,7 @@ def _child(write_fd: int, path: str, phase: str, options, worker: int) -> None:
         before = set(sys.modules)
         try:
             hits = [hit.to_list() for hit in analyse(Path(path), phase, options)]
-            payload = _dumps((hits, None, _local_modules(before, path)))
+            payload = _dumps((hits, None, _local_modules(before, path) + _PLUGIN_MODULES))
         except BaseException as exc:  # noqa: BLE001 - escaped the engine: a bug of the linter
             import traceback
 
@@ -151,6 +179,28 @@ def _child(write_fd: int, path: str, phase: str, options, worker: int) -> None:
         except BaseException:  # noqa: BLE001
             pass
         _exit(0)
+
+
+def _limit_memory(mebibytes: int) -> None:
+    """Let this child's address space grow by at most *mebibytes* MiB (``RLIMIT_AS``): beyond it an allocation
+    fails with ``MemoryError`` (``MP000``) instead of taking the machine's memory from the other scripts."""
+    if mebibytes <= 0:
+        return
+    import resource
+
+    try:
+        with open("/proc/self/statm", "rb") as fh:
+            current = int(fh.read().split()[0]) * resource.getpagesize()
+    except (OSError, ValueError, IndexError):  # not Linux: the limit counts from nothing
+        current = 0
+    limit = current + mebibytes * 1024 * 1024
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    except (ValueError, OSError):
+        pass
 
 
 def _die_with_worker(worker: int) -> None:
@@ -288,11 +338,17 @@ def _collect(running: dict[int, _Running]) -> list[tuple[_Running, int | None]]:
 
 def serve(job: dict) -> None:
     from .options import Options
+    from .plugins import Plugins
 
     options = Options(dialects=tuple(job["dialects"]), postgresql_version=job["postgresql_version"],
-                      timeout=job["timeout"], url=job["url"])
+                      timeout=job["timeout"], url=job["url"], memory_limit=job["memory_limit"],
+                      plugins=Plugins(*map(tuple, job["plugins"][:3]), job["plugins"][3]))
     workers = max(1, job["workers"])
     parent = os.getppid()
+    failure = _import_plugins(options)
+    if failure:
+        _send(("plugin error", failure))
+        return
     _prepare(options)
     pending = deque(job["tasks"])
     running: dict[int, _Running] = {}
