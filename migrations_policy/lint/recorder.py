@@ -130,7 +130,7 @@ def _recording_operations(ctx: MigrationContext, rec: Recording, execute: bool) 
     real_batch = ops.batch_alter_table
 
     def invoke(operation):
-        if type(operation).__module__.split(".")[0] != "alembic":
+        if type(operation).__module__.split(".")[0] not in _KNOWN_PACKAGES:
             return _invoke_custom(ops, ctx, rec, operation, real_invoke if execute else None)
         rec.add_alembic(operation)
         if execute:
@@ -171,6 +171,10 @@ def _recording_operations(ctx: MigrationContext, rec: Recording, execute: bool) 
     return ops
 
 
+#: Operations of these packages are judged as they are (``policy.alembic_ops``); others run their implementation.
+_KNOWN_PACKAGES = ("alembic", "migrations_policy")
+
+
 def _invoke_custom(ops: Operations, ctx: MigrationContext, rec: Recording, operation: Any, real_invoke) -> Any:
     """A project's own operation: its registered implementation runs (its ops are recorded through *ops*);
     one that subclasses an alembic operation and has no implementation of its own is recorded as that one."""
@@ -180,7 +184,7 @@ def _invoke_custom(ops: Operations, ctx: MigrationContext, rec: Recording, opera
         rec.unknown.append((f"{type(operation).__name__} (registered without Operations.implementation_for)",
                             rec.line()))
         return None
-    if str(getattr(implementation, "__module__", "")).split(".")[0] == "alembic":
+    if str(getattr(implementation, "__module__", "")).split(".")[0] in _KNOWN_PACKAGES:
         rec.add_alembic(operation)
         return real_invoke(operation) if real_invoke is not None else None
     return implementation(ops, operation)
