@@ -294,3 +294,42 @@ def test_toml_tables_are_read(tmp_path):
     settings = load_settings(tmp_path)
     assert settings.baseline == ["a", "b"] and settings.exclude == ["legacy/**"]
     assert settings.per_file_ignores == {"versions/old/*.py": ["MP101", "MP1"]}
+
+
+def _alembic(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "alembic", *args], cwd=cwd, capture_output=True, text=True,
+                          env=_env(cwd))
+
+
+def test_init_adopt_records_the_head_as_baseline_and_lint_skips_the_old_history(tmp_path):
+    assert _alembic(tmp_path, "init", "migrations").returncode == 0
+    versions = tmp_path / "migrations" / "versions"
+    for i, down in enumerate([None, "old0", "old1"]):  # years of history that drop columns in place
+        (versions / f"old{i}.py").write_text(script(DROP.format(n=i), revision=f"old{i}", down=down))
+    adopted = _cli(tmp_path, "init", "--adopt")
+    assert adopted.returncode == 0, adopted.stderr
+    assert "wrote baseline = old2 in alembic.ini" in adopted.stdout
+    assert "\n[migrations_policy]\nbaseline = old2\n" in (tmp_path / "alembic.ini").read_text()
+    lint = _cli(tmp_path, "lint", "--config", "alembic.ini", "--format", "json", "migrations/versions")
+    import json
+
+    report = json.loads(lint.stdout)
+    assert lint.returncode == 0 and report["findings"] == [], lint.stdout + lint.stderr
+    assert report["files"] == 2 and report["skipped"]["baseline"] == 3  # the two roots are checked
+    every = _cli(tmp_path, "lint", "--config", "alembic.ini", "--include-baseline", "migrations/versions")
+    assert every.returncode == 1 and every.stdout.count(": MP101 [error]") == 3
+    dbsync = subprocess.run([sys.executable, "-c", "from migrations_policy.cli import dbsync_main; "
+                             "raise SystemExit(dbsync_main())", "lint"], cwd=tmp_path, capture_output=True, text=True,
+                            env=_env(tmp_path))
+    assert dbsync.returncode == 0 and "3 at or before the baseline not checked" in dbsync.stdout, dbsync.stdout
+
+
+def test_init_adopt_with_alembics_pyproject_template_writes_the_toml_table(tmp_path):
+    assert _alembic(tmp_path, "init", "-t", "pyproject", "migrations").returncode == 0
+    (tmp_path / "migrations" / "versions" / "first.py").write_text(script(DROP.format(n=1), revision="first"))
+    assert _cli(tmp_path, "init", "--adopt").returncode == 0
+    from migrations_policy.config import load_settings
+
+    assert load_settings(tmp_path).baseline == ["first"]
+    lint = _cli(tmp_path, "lint", "migrations/versions")
+    assert lint.returncode == 0 and "1 at or before the baseline not checked" in lint.stdout, lint.stdout
