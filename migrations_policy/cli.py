@@ -430,7 +430,9 @@ DBSYNC_COMMANDS.append(CommandSpec(
 # -- lint (migrations-policy lint, dbsync lint) ----------------------------------
 LINT_FORMATS = ("text", "json", "github", "sarif", "junit")
 LINT_EXIT_CODES = {0: "no error findings (warnings allowed)", 1: "at least one error finding",
-                   2: "usage error, or an input that cannot be read or loaded (reported as MP000)",
+                   2: "usage or settings error (one line: a baseline that is no revision, a bad glob, an unknown "
+                      "rule code, a lint_plugins module that cannot be imported), or an input that cannot be read or "
+                      "loaded (reported as MP000)",
                    3: "internal error of the linter (a bug: one line on stderr; --debug prints the traceback)"}
 
 
