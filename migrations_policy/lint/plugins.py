@@ -28,8 +28,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .loader import is_local_file
-
 MAX_DEPTH = 3
 MAX_FILES = 200
 _MARKER = "register_operation"
@@ -59,11 +57,13 @@ def _env_py(directory: Path) -> Path | None:
 
 
 def _module_file(name: str, roots: list[str]) -> str | None:
+    """The source of module *name* under one of *roots* (the project's directories: found there, it is the
+    project's own module, not an installed one); None when it is not there."""
     parts = name.split(".")
     for root in roots:
         base = os.path.join(root, *parts)
         for candidate in (base + ".py", os.path.join(base, "__init__.py")):
-            if os.path.isfile(candidate) and is_local_file(candidate):
+            if os.path.isfile(candidate):
                 return candidate
     return None
 
