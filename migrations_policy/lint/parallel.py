@@ -98,6 +98,8 @@ def _run_worker(tasks: list[tuple[int, Path, str]], options: Options, workers: i
            "tasks": [(index, str(path), phase) for index, path, phase in tasks]}
     silence = options.timeout + GRACE if options.timeout > 0 else None
     started: set[int] = set()
+    plugins = options.plugins.configured + options.plugins.found
+    importing = bool(plugins)  # until the worker says they are imported: a silence is theirs
     with tempfile.TemporaryFile() as errors:
         proc = subprocess.Popen([sys.executable, "-m", "migrations_policy.lint.worker"], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=errors, env=_env(), start_new_session=True)
@@ -114,10 +116,15 @@ def _run_worker(tasks: list[tuple[int, Path, str]], options: Options, workers: i
                     started.add(frame[1])
                 elif frame[0] == "plugin error":
                     raise ConfigError(frame[1])
+                elif frame[0] == "plugins imported":
+                    importing = False
                 else:
                     started.discard(frame[1])
                     on_done(*frame[1:])
         except TimeoutError:
+            if importing:
+                raise ConfigError(f"{options.plugins.source or 'env.py'}: lint_plugins: importing "
+                                  f"{', '.join(plugins)} did not finish within {silence:g} s") from None
             ended = f"stopped answering for {silence:g} s"
         except (OSError, EOFError, ValueError, TypeError) as exc:  # a broken pipe or frame: the worker died
             ended = f"broke its pipe ({type(exc).__name__})"

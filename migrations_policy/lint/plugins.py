@@ -128,6 +128,7 @@ def plugins(configured: list[str], scripts: list[Path], source: str = "") -> Plu
     found: list[str] = []
     for env in envs:
         found.extend(name for name in registering_modules(env, paths) if name not in configured)
+    source = source if configured else str(envs[0]) if found else ""
     return Plugins(tuple(configured), tuple(dict.fromkeys(found)), tuple(paths) if (configured or found) else (),
                    source)
 

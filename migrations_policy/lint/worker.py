@@ -349,6 +349,8 @@ def serve(job: dict) -> None:
     if failure:
         _send(("plugin error", failure))
         return
+    if options.plugins.configured or options.plugins.found:
+        _send(("plugins imported",))
     _prepare(options)
     pending = deque(job["tasks"])
     running: dict[int, _Running] = {}

@@ -224,3 +224,13 @@ def test_a_script_over_the_memory_limit_is_mp000_and_the_others_keep_their_verdi
 def test_memory_limit_is_validated():
     with pytest.raises(ConfigError):
         Settings().update({"lint_memory_limit": "-1"}, "setup.cfg")
+
+
+def test_a_plugin_that_hangs_is_stopped_by_the_time_limit(tmp_path):
+    (tmp_path / "r1.py").write_text(script("pass"))
+    (tmp_path / "slow_plugin.py").write_text("import signal, time\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\n"
+                                             "time.sleep(3600)\n")
+    (tmp_path / "setup.cfg").write_text("[migrations_policy]\nlint_plugins = slow_plugin\nlint_timeout = 2\n")
+    proc = _cli(tmp_path, "lint", "r1.py")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "lint_plugins: " in proc.stderr and "slow_plugin" in proc.stderr and "did not finish within" in proc.stderr
