@@ -17,7 +17,9 @@ Modules: ``loader`` (safe import, time limit), ``recorder``, ``astscan``, ``head
 (revision headers, phase), ``ignores`` (inline ignores), ``options`` (what besides the
 file changes its findings), ``engine`` (one file),
 ``judge``, ``parallel``, ``cache``, ``report`` / ``reporters``, ``hook`` (alembic
-post_write_hook).
+post_write_hook), ``adoption`` (the ``baseline``, ``exclude`` and ``per_file_ignores``
+settings: which scripts are reported and which codes per file), ``plugins`` (modules
+that register the project's custom operations, imported by the worker).
 """
 
 from __future__ import annotations

@@ -3,9 +3,11 @@
 Started by ``parallel`` as ``python -m migrations_policy.lint.worker`` (a fresh
 interpreter: the same module state whoever starts it).  It reads one job from stdin
 (marshal: options, number of concurrent children, ``(index, path, phase)`` tasks),
-imports what the analysis needs once (alembic, SQLAlchemy *including*
-``sqlalchemy.orm``, the engine, the rules, the policy), then forks one child per
-script, at most *workers* at a time.  A child runs in its own session with
+imports the modules that register the project's custom operations (``lint.plugins``;
+a configured one that fails ends the run with ``("plugin error", message)``, else
+``("plugins imported",)`` is sent), imports what the analysis needs once (alembic,
+SQLAlchemy *including* ``sqlalchemy.orm``, the engine, the rules, the policy), then
+forks one child per script, at most *workers* at a time.  A child runs in its own session with
 ``/dev/null`` as stdin/stdout/stderr, analyses its script (``engine.analyse``) and
 writes its hits into a pipe.  So a script can neither change what the next script
 sees (each child starts from the state the worker had before any script ran),
@@ -13,6 +15,8 @@ nor write into the report, nor stop the run:
 
 * a child still running after the time limit is killed (with its process group):
   ``MP000`` "did not finish within N s", whatever the script does with signals;
+* a child's address space may grow by ``memory_limit`` MiB (``RLIMIT_AS``): beyond it
+  allocations fail, ``MP000`` "exceeded the memory limit";
 * a child that ends without writing its hits (``os._exit``, a signal, closing its
   file descriptors) gives ``MP000`` saying how it ended;
 * an exception that escapes the engine (a bug of the linter) is sent back as
