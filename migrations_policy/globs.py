@@ -30,7 +30,7 @@ class Glob:
 
     def matches(self, path: str | PurePath) -> bool:
         """Whether the relative POSIX *path* (or a directory above it) matches."""
-        text = PurePath(path).as_posix()
+        text = path if isinstance(path, str) else PurePath(path).as_posix()
         if self._component:
             return any(self._regex.fullmatch(part) for part in text.split("/"))
         return self._regex.fullmatch(text) is not None

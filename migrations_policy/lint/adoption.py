@@ -38,11 +38,11 @@ class Selection:
     ignored: dict[Path, tuple[str, ...]] = field(default_factory=dict)
 
 
-def relative(path: Path) -> str:
-    """*path* as the settings' globs see it: POSIX, relative to the current directory when under it."""
-    absolute = os.path.abspath(path)
-    rel = os.path.relpath(absolute)
-    return Path(absolute if rel.startswith("..") else rel).as_posix()
+def relative(path: Path, cwd: str) -> str:
+    """*path* as the settings' globs see it: POSIX, relative to *cwd* (the current directory) when under it."""
+    text = os.path.normpath(os.path.join(cwd, path))  # an absolute path stays itself
+    prefix = cwd.rstrip(os.sep) + os.sep
+    return (text[len(prefix):] if text.startswith(prefix) else text).replace(os.sep, "/")
 
 
 def _revision(wanted: str, known: dict[str, Header]) -> str | None:
@@ -108,8 +108,9 @@ def select(files: list[Path], header: Callable[[Path], Header | None], baseline:
     excluded_globs = _globs(exclude)
     ignore_globs = [(compile_glob(glob), tuple(codes)) for glob, codes in per_file_ignores.items()]
     selection = Selection([])
+    cwd = os.getcwd()
     for path in files:
-        name = relative(path) if excluded_globs or ignore_globs else ""
+        name = relative(path, cwd) if excluded_globs or ignore_globs else ""
         if any(glob.matches(name) for glob in excluded_globs):
             selection.excluded += 1
             continue
