@@ -308,15 +308,17 @@ def test_init_adopt_records_the_head_as_baseline_and_lint_skips_the_old_history(
         (versions / f"old{i}.py").write_text(script(DROP.format(n=i), revision=f"old{i}", down=down))
     adopted = _cli(tmp_path, "init", "--adopt")
     assert adopted.returncode == 0, adopted.stderr
-    assert "wrote baseline = old2 in alembic.ini" in adopted.stdout
-    assert "\n[migrations_policy]\nbaseline = old2\n" in (tmp_path / "alembic.ini").read_text()
-    lint = _cli(tmp_path, "lint", "--config", "alembic.ini", "--format", "json", "migrations/versions")
+    assert f"wrote baseline = old2 in {tmp_path.resolve() / 'setup.cfg'}" in adopted.stdout
+    assert (tmp_path / "setup.cfg").read_text() == "[migrations_policy]\nbaseline = old2\n"
+    # not in alembic.ini: there a [migrations_policy] section makes plain alembic refuse an unwired env.py
+    assert "migrations_policy" not in (tmp_path / "alembic.ini").read_text()
+    lint = _cli(tmp_path, "lint", "--format", "json", "migrations/versions")
     import json
 
     report = json.loads(lint.stdout)
     assert lint.returncode == 0 and report["findings"] == [], lint.stdout + lint.stderr
     assert report["files"] == 2 and report["skipped"]["baseline"] == 3  # the two roots are checked
-    every = _cli(tmp_path, "lint", "--config", "alembic.ini", "--include-baseline", "migrations/versions")
+    every = _cli(tmp_path, "lint", "--include-baseline", "migrations/versions")
     assert every.returncode == 1 and every.stdout.count(": MP101 [error]") == 3
     dbsync = subprocess.run([sys.executable, "-c", "from migrations_policy.cli import dbsync_main; "
                              "raise SystemExit(dbsync_main())", "lint"], cwd=tmp_path, capture_output=True, text=True,
