@@ -4,7 +4,8 @@
 directories (a directory contributes the ``*.py`` files that declare ``revision =``).
 For each script, its ``upgrade()`` is recorded per dialect offline (``recorder``), or
 read from source when it needs a database (``astscan``; ``--url`` runs it for real
-on a scratch database instead, ``scratch``), every operation is judged by the policy
+on a scratch database instead, ``scratch``; ``--replay`` upgrades the whole history from
+base on a scratch database and records what each script really executed, ``replay``), every operation is judged by the policy
 knowledge base (``migrations_policy.policy``), and the rules (``lint.rules``, one per
 module) turn verdicts into findings (``judge`` memoizes them per operation signature).
 Results are cached per file content behind a stat index (``lint.cache``: a warm run
@@ -191,6 +192,21 @@ def _select(files: list[Path], resolver: PhaseResolver, settings: Settings, incl
     return select(files, resolver.header, baseline, settings.exclude, settings.per_file_ignores)
 
 
+def _replay_all(files: list[Path], missing: list[tuple[Path, str]], resolver: PhaseResolver, options: Options,
+                replay, phase_of: Callable[[Path], str]):
+    """``replay.replay_all`` of every collected script -- those at or before the baseline and the excluded ones
+    build the schema the others run on -- answered for *missing* (the reported ones) only."""
+    from .parallel import Analysis
+    from .replay import replay_all
+
+    wanted = {path for path, _ in missing}
+    everything = [(path, phase_of(path)) for path in files if path not in wanted] + missing
+    full = replay_all(everything, resolver, options, replay)
+    offset = len(everything) - len(missing)
+    return Analysis(full.hits[offset:], {i - offset: v for i, v in full.internal.items() if i >= offset},
+                    {i - offset: v for i, v in full.modules.items() if i >= offset})
+
+
 def run(
     paths: Iterable[str | Path],
     *,
@@ -200,11 +216,13 @@ def run(
     url: str | None = None,
     phases: dict[Path, str] | None = None,
     include_baseline: bool = False,
+    replay=None,
 ) -> LintReport:
     """Lint *paths*; *phases* may pin the phase of given files (``dbsync lint`` knows them).
 
     The settings' ``baseline`` (unless *include_baseline*), ``exclude`` and ``per_file_ignores``
-    choose what is reported (``adoption``)."""
+    choose what is reported (``adoption``).  *replay* (a ``scratch_db.Target``): upgrade the history
+    from base on that database and judge what ran (``lint.replay``) instead of analysing each script alone."""
     settings = settings or Settings()
     if phase is not None and phase not in PHASES:
         raise UsageError(f"unknown phase {phase!r} (expected one of {', '.join(PHASES)})")
@@ -212,11 +230,18 @@ def run(
     unknown = [d for d in dialects if d not in DIALECTS]
     if unknown:
         raise UsageError(f"unknown dialect(s) {', '.join(unknown)} (known: {', '.join(DIALECTS)})")
-    cache = Cache(cache_dir() if not url else None)
+    cache = Cache(cache_dir() if not (url or replay) else None)
     headers: dict = {}
     listings: dict = {}
     files = collect(paths, headers, cache.header, listings)
-    if url:
+    if replay is not None:
+        from .scratch_db import target_dialect
+
+        url_dialect = target_dialect(replay)
+        if url_dialect not in dialects:
+            raise UsageError(f"--replay is on a {url_dialect} database but the dialects linted are {', '.join(dialects)}")
+        dialects = (url_dialect,)
+    elif url:
         from .scratch import check_scratch_database
 
         url_dialect = check_scratch_database(url)
@@ -241,9 +266,13 @@ def run(
     report = LintReport(files=len(selection.files), paths=[str(path) for path in selection.files],
                         baseline=selection.baseline, excluded=selection.excluded)
     if missing:
-        from .parallel import analyse_all
+        if replay is not None:
+            analysis = _replay_all(files, missing, resolver, options, replay,
+                                   lambda path: phase or (phases or {}).get(path) or resolver.phase(path))
+        else:
+            from .parallel import analyse_all
 
-        analysis = analyse_all(missing, options)
+            analysis = analyse_all(missing, options)
         analysed = iter(enumerate(analysis.hits))
         for index, (message, trace) in sorted(analysis.internal.items()):
             report.internal.append((str(missing[index][0]), message, trace))

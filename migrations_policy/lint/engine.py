@@ -21,7 +21,7 @@ from .judge import judge_dialects, signature
 from .loader import LoadError, line_in, compile_script, load_module, needs_database, one_line, read_source, sandbox
 from .options import Options
 
-UNLOADABLE, OFFLINE, IGNORE_NO_REASON, UNUSED_IGNORE, UNKNOWN_OPERATION = "MP000", "MP001", "MP002", "MP003", "MP004"
+UNLOADABLE, OFFLINE, IGNORE_NO_REASON, UNUSED_IGNORE, UNKNOWN_OPERATION = "MP000", "MP001", "MP002", "MP003", "MP005"
 #: A script that never mentions these runs the same on every dialect: record it once.
 _DIALECT_DEPENDENT = re.compile(r"dialect|get_bind|get_context|bind\b|engine")
 
@@ -93,19 +93,19 @@ def _record_all(module, source: str, upgrade, path: Path, options: Options, hits
             results[dialect] = executed or []
             outcome = "its offline run (empty database) was linted" if executed is not None else "NOT linted"
             hits.append(Hit(line or 1, OFFLINE, f"{reason} and its source could not be followed "
-                            f"({one_line(scan_exc)}): {outcome}; run with --url SCRATCH_DB", dialect))
+                            f"({one_line(scan_exc)}): {outcome}; run with --replay (or --url SCRATCH_DB)", dialect))
             continue
         results[dialect] = scan.recording.ops
         _unknown_operations(scan.recording, hits)
         message = (f"{reason}; linted from source instead"
                    f"{f', {len(set(scan.unevaluated))} op call(s) read from literals only' if scan.unevaluated else ''}"
-                   "; run with --url SCRATCH_DB to execute it")
+                   "; run with --replay (or --url SCRATCH_DB) to execute it")
         hits.append(Hit(line or 1, OFFLINE, message, dialect))
     return results
 
 
 def _unknown_operations(recording, hits: list[Hit]) -> None:
-    """``MP004`` for each call of an operation the linter does not know (once per line and operation)."""
+    """``MP005`` for each call of an operation the linter does not know (once per line and operation)."""
     for what, line in dict.fromkeys(recording.unknown):
         message = (f"{what} is not an operation the linter knows: what it does is not checked "
                    "(name the module that registers it in the lint_plugins setting)")
@@ -179,8 +179,11 @@ def _apply_ignores(source: str, hits: list[Hit]) -> list[Hit]:
     return sorted(kept, key=lambda h: (h.line, h.code))
 
 
-def analyse(path: Path, phase: str, options: Options, source: str | None = None) -> list[Hit]:
-    """Every finding of the script at *path* linted as *phase* (see module docstring)."""
+def analyse(path: Path, phase: str, options: Options, source: str | None = None, record=None) -> list[Hit]:
+    """Every finding of the script at *path* linted as *phase* (see module docstring).
+
+    *record* replaces how ``upgrade()`` is recorded (``lint --replay`` runs it on a database): called as
+    ``record(module, source, upgrade, path, options, hits, dependent)``, it returns ``{dialect: ops}``."""
     try:
         source = read_source(path) if source is None else source
         code = compile_script(source, path)
@@ -191,7 +194,7 @@ def analyse(path: Path, phase: str, options: Options, source: str | None = None)
             if not callable(upgrade):
                 raise LoadError("no upgrade() function in the script")
             dependent = bool(_DIALECT_DEPENDENT.search(source))
-            results = _record_all(module, source, upgrade, path, options, hits, dependent)
+            results = (record or _record_all)(module, source, upgrade, path, options, hits, dependent)
     except LoadError as exc:
         return [Hit(exc.line, UNLOADABLE, str(exc))]
     except RecursionError:

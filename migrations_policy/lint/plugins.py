@@ -13,7 +13,7 @@ script's process starts after these imports):
    ``register_operation``: found by reading ``env.py``'s source, never by running it.
    ``env.py`` is the nearest one in the linted scripts' parent directories (up to three
    levels up: ``versions/expand/x.py`` -> ``env.py``).  One that fails to import is left
-   out: its operations are then reported as ``MP004``.
+   out: its operations are then reported as ``MP005``.
 
 Operations registered in ``env.py`` itself cannot be imported without running it:
 move them to a module, or name that module in ``lint_plugins``.  Modules are found

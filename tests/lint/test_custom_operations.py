@@ -1,7 +1,7 @@
 """Custom operations registered by a project (``Operations.register_operation``), and the memory limit per script.
 
 A registered operation's implementation runs offline and what it does is checked at
-the script's line; an operation the linter does not know is ``MP004`` naming it,
+the script's line; an operation the linter does not know is ``MP005`` naming it,
 and the rest of the script is still linted.  Registrations are found through
 ``env.py``'s imports (never running ``env.py``) or named in ``lint_plugins``.
 """
@@ -111,7 +111,7 @@ def test_unknown_operation_is_mp004_naming_it_and_the_rest_is_linted(tmp_path, m
     call, drop = (lines.index(text) + 1 for text in ('    result = op.make_coffee("t", strength=3)',
                                                        '    op.drop_column("t", "c")'))
     findings = _lint([path]).findings
-    assert [(f.code, f.line) for f in findings] == [("MP004", call), ("MP101", drop)]
+    assert [(f.code, f.line) for f in findings] == [("MP005", call), ("MP101", drop)]
     assert "op.make_coffee()" in findings[0].message and "lint_plugins" in findings[0].message
     assert "object at 0x" not in findings[0].message
 
@@ -121,7 +121,7 @@ def test_operation_registered_without_implementation_is_mp004(tmp_path, monkeypa
     versions = _project(tmp_path, "custom", 'drop_column(operation.table, "c")', "import myproj.ops")
     (versions / "r1.py").write_text(script("op.custom_unimplemented()"))
     findings = _lint([versions]).findings
-    assert [f.code for f in findings] == ["MP004"] and "Unimplemented" in findings[0].message
+    assert [f.code for f in findings] == ["MP005"] and "Unimplemented" in findings[0].message
 
 
 def test_subclass_of_an_alembic_operation_is_judged_as_that_operation(tmp_path, monkeypatch):
@@ -135,7 +135,7 @@ def test_lint_plugins_setting_without_env_py(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     versions = _project(tmp_path, "custom", 'drop_column(operation.table, "c")', None)
     (versions / "r1.py").write_text(script('op.custom("t")'))
-    assert [f.code for f in _lint([versions]).findings] == ["MP004"]
+    assert [f.code for f in _lint([versions]).findings] == ["MP005"]
     settings = Settings()
     settings.update({"lint_plugins": "myproj.ops"}, "setup.cfg")
     assert [f.code for f in _lint([versions], settings).findings] == ["MP101"]
@@ -159,7 +159,7 @@ def test_an_env_py_import_that_fails_leaves_mp004(tmp_path, monkeypatch):
     ops.write_text("import os\nif os.environ.get('APP_CONFIG') is None:\n    raise RuntimeError('no config')\n"
                    "# register_operation is below, behind the configuration\n" + ops.read_text())
     (versions / "r1.py").write_text(script('op.custom("t")'))
-    assert [f.code for f in _lint([versions]).findings] == ["MP004"]
+    assert [f.code for f in _lint([versions]).findings] == ["MP005"]
 
 
 def test_cache_follows_the_plugin_module(tmp_path, monkeypatch):
@@ -174,7 +174,7 @@ def test_cache_follows_the_plugin_module(tmp_path, monkeypatch):
     ops.write_text(ops.read_text().replace('operations.execute("SELECT 1")', 'operations.drop_column("t", "c")'))
     assert [f.code for f in _lint([versions]).findings] == ["MP101"]
     (tmp_path / "migrations" / "env.py").write_text(ENV_PY.format(imports=""))  # env.py no longer imports it
-    assert [f.code for f in _lint([versions]).findings] == ["MP004"]
+    assert [f.code for f in _lint([versions]).findings] == ["MP005"]
 
 
 def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess:
