@@ -335,3 +335,25 @@ def test_init_adopt_with_alembics_pyproject_template_writes_the_toml_table(tmp_p
     assert load_settings(tmp_path).baseline == ["first"]
     lint = _cli(tmp_path, "lint", "migrations/versions")
     assert lint.returncode == 0 and "1 at or before the baseline not checked" in lint.stdout, lint.stdout
+
+
+def test_replay_runs_the_baseline_history_but_reports_only_after_it(tmp_path, monkeypatch):
+    """--replay needs every script from base (the baseline builds the schema the others run on)."""
+    from migrations_policy.lint.scratch_db import Target
+
+    monkeypatch.chdir(tmp_path)
+    versions = tmp_path / "versions"
+    versions.mkdir()
+    (versions / "a.py").write_text(script('op.create_table("t", sa.Column("id", sa.Integer, primary_key=True),\n'
+                                          '                sa.Column("c_a", sa.Integer))', revision="a"))
+    (versions / "b.py").write_text(script(DROP.format(n="a"), revision="b", down="a"))
+    (versions / "c.py").write_text(script('op.add_column("t", sa.Column("x", sa.Integer))\n' + DROP.format(n="a2"),
+                                          revision="c", down="b"))
+    settings = Settings()
+    settings.update({"baseline": "b"}, "setup.cfg")
+    report = run([versions], settings=settings, dialects=["sqlite"], replay=Target(url=f"sqlite:///{tmp_path}/s.db"))
+    assert report.baseline == 2 and report.files == 1
+    # c runs on the schema a and b built: its add_column succeeds, its drop of a missing column is refused
+    found = {(Path(f.path).name, f.code) for f in report.findings}
+    assert {name for name, _ in found} == {"c.py"} and ("c.py", "MP004") in found, found
+    assert ("c.py", "MP000") not in found  # was "not replayed": its parent b was left out of the replay
