@@ -21,12 +21,12 @@ can make rows pending again at any moment and only the rows themselves can say s
 
 from __future__ import annotations
 
-import json
 from typing import Any, Iterable, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from ..planner import planner_rows
 from . import ledger
 from .declare import DataMigration
 
@@ -74,20 +74,7 @@ def has_pending(conn: Connection, migration: DataMigration, last_key: str | None
 
 def estimate(conn: Connection, migration: DataMigration) -> int | None:
     """The planner's estimate of the pending rows; None where the database gives none (SQLite)."""
-    dialect = conn.dialect.name
-    prefix = {"postgresql": "EXPLAIN (FORMAT JSON) ", "mysql": "EXPLAIN FORMAT=JSON "}.get(dialect)
-    if prefix is None:
-        return None
-    query = sa.select(migration.key_column).where(migration.pending)
-    compiled = query.compile(dialect=conn.dialect, compile_kwargs={"render_postcompile": True})
-    plan = conn.exec_driver_sql(prefix + str(compiled), compiled.params).scalar()
-    plan = json.loads(plan) if isinstance(plan, (str, bytes)) else plan
-    if dialect == "postgresql":
-        return int(plan[0]["Plan"]["Plan Rows"])
-    table = _first_with(plan, "rows")
-    if table is None:
-        return None
-    return int(float(table["rows"]) * float(table.get("filtered", 100)) / 100)
+    return planner_rows(conn, sa.select(migration.key_column).where(migration.pending))
 
 
 def pending_migrations(connection: Connection, registry: Iterable[DataMigration],
@@ -146,20 +133,3 @@ def _cursor(conn: Connection, migration: DataMigration, last_key: str | None, in
         except ValueError:
             return None
     return last_key if python_type is str else None
-
-
-def _first_with(node: Any, key: str) -> dict | None:
-    """The first object in a JSON plan that has *key* (depth first)."""
-    if isinstance(node, dict):
-        if key in node:
-            return node
-        children = node.values()
-    elif isinstance(node, list):
-        children = node
-    else:
-        return None
-    for child in children:
-        found = _first_with(child, key)
-        if found is not None:
-            return found
-    return None
