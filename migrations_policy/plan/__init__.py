@@ -15,9 +15,13 @@ unknown, or a revision cannot be read offline): fail closed.
 
 from __future__ import annotations
 
+import sqlalchemy as sa
+
 from .. import policy
+from ..errors import PolicyError
+from ..lock_timeout import is_lock_timeout, set_session_lock_timeout
 from ..policy import model as m
-from ..project import Project
+from ..project import Project, _one_line
 from ..revisions import CONTRACT, branch_statuses, current_heads
 from . import rate as rates
 from .report import EXIT_OK, EXIT_TOO_LONG, PlannedRevision, PlannedStatement, PlanResult
@@ -44,8 +48,22 @@ def _context(conn) -> policy.Context:
 
 
 def plan(project: Project, max_lock_seconds: float | None = None) -> PlanResult:
-    """The plan of the pending revisions on *project*'s database (see the module docstring)."""
+    """The plan of the pending revisions on *project*'s database (see the module docstring).
+
+    Its reads wait for a table lock at most ``lock_timeout`` seconds (a table an ALTER holds
+    right now): then, and on any other database error, one line (exit 2)."""
+    try:
+        return _plan(project, max_lock_seconds)
+    except sa.exc.DBAPIError as exc:
+        if is_lock_timeout(exc):
+            raise PolicyError(f"plan: gave up after waiting {project.settings.lock_timeout:g} s (lock_timeout) for "
+                              f"a lock another transaction holds: {_one_line(exc)}") from None
+        raise PolicyError(f"plan: {project.masked_url}: {_one_line(exc)}") from None
+
+
+def _plan(project: Project, max_lock_seconds: float | None) -> PlanResult:
     with project.connect() as conn:
+        set_session_lock_timeout(conn, project.settings.lock_timeout)
         project.check_version_table(conn)
         dialect = _policy_dialect(conn)
         context = _context(conn)

@@ -208,3 +208,24 @@ def test_the_console_script(seeded, backend):
     done = proj.dbsync("plan", "--max-lock-seconds", "0", "--url", proj.url_text)
     assert done.returncode == 6, done.stderr
     assert "expand r2_expand" in done.stdout and "durations are estimates" in done.stdout
+
+
+@pytest.mark.parametrize("backend", ["postgresql", "mysql"], indirect=True)
+def test_a_locked_table_is_one_line_after_lock_timeout(seeded, backend, capsys):
+    """An ALTER holding the table right now: the plan's reads give up after lock_timeout (1 s here)."""
+    proj, _ = seeded
+    holder = proj.engine.connect()
+    try:
+        if backend == "postgresql":
+            holder.execute(sa.text("LOCK TABLE books IN ACCESS EXCLUSIVE MODE"))
+        else:
+            holder.execute(sa.text("LOCK TABLES books WRITE"))
+        code = cli.dbsync_main(["-c", str(proj.ini), "--url", proj.url_text, "plan"])
+    finally:
+        if backend == "mysql":
+            holder.execute(sa.text("UNLOCK TABLES"))
+        holder.rollback()
+        holder.close()
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert code == 2 and "\n" not in err and "lock_timeout" in err and "Traceback" not in err, err
