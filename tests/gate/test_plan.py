@@ -152,8 +152,12 @@ def test_brief_locks_never_exceed(tmp_path, db_url, backend, capsys):
     proj = ExpandProject(tmp_path, db_url, 'op.add_column("books", sa.Column("note", sa.Text()))')
     assert proj.alembic("upgrade", "r1_release1").returncode == 0
     _seed(proj.engine, backend, random.Random(1))
-    code, out = _plan(proj, capsys, "--max-lock-seconds", "0")
-    assert code == 0 and out["read_rates"] == []
+    # --format before the command, as every dbsync command accepts it
+    code = cli.dbsync_main(["--format", "json", "-c", str(proj.ini), "--url", proj.url_text, "plan",
+                            "--max-lock-seconds", "0"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["read_rates"] == [] and out["exceeding"] == []
+    assert _statements(out)["add column books.note"]["lock"] == "brief"
     proj.engine.dispose()
 
 
