@@ -43,8 +43,8 @@ class UpgradeState:
         return self.verdict.allowed
 
     def check_code(self) -> int:
-        if self.verdict.defects:
-            return CHECK_CANNOT_APPLY
+        if self.verdict.defects or any(p.direction == journal.DOWNGRADE for p in self.partly_applied):
+            return CHECK_CANNOT_APPLY  # a partly reverted revision: upgrades are refused until the rollback ends
         if self.branches[EXPAND].pending:
             return CHECK_EXPAND_PENDING
         if self.data_pending:
