@@ -3,13 +3,15 @@
 The contract gate and ``dbsync check`` only need to know *whether* a migration has a
 pending row; ``dbsync status`` shows how many, by default as an estimate:
 
-* **whether** (``has_pending``): the first pending row, ``LIMIT 1``.  A walk that is under
-  way left its cursor in the ledger (``last_key``); rows past it are what it has not
-  reached yet, so the probe first looks there, in key order through the key's index,
-  and finds one at once however big the table.  Only when nothing is pending past the
-  cursor (or there is no cursor) does it look anywhere: when everything is complete,
-  that is one pass over the table per migration (sequential, or through an index the
-  pending predicate can use) — the one cost that still grows with the table.
+* **whether** (``has_pending``): the first pending row, ``LIMIT 1``, window by window of
+  the key's index (``PROBE_WINDOW`` keys each), so that a predicate joining another
+  table is evaluated row by row through indexes instead of reading that whole table
+  first.  A walk that is under way left its cursor in the ledger (``last_key``); rows
+  past it are what it has not reached yet, so the probe first looks there, and finds
+  one at once however big the table.  Only when nothing is pending past the cursor (or
+  there is no cursor) does it look behind it: when everything is complete, that is one
+  pass over the table per migration, in windows — the one cost that still grows with
+  the table.
 * **how many, estimated** (``estimate``): the planner's row estimate for the pending
   predicate (PostgreSQL ``EXPLAIN``, MariaDB/MySQL ``EXPLAIN FORMAT=JSON``): no scan,
   as good as the table's statistics.  SQLite has none: it counts.
@@ -60,16 +62,40 @@ def missing_columns(conn: Connection, migration: DataMigration, inspector: Any =
     return missing
 
 
+#: Rows of the key's index one probe covers.  A pending predicate with an anti-join (``NOT
+#: EXISTS`` over another table) is planned as a full read of that table (MariaDB materializes
+#: it, PostgreSQL hashes it) when the probe may have to read the whole table, before the first
+#: row comes back; over a window of this many keys the planners look each row up by index
+#: instead.  So a probe reads only the windows before the first pending row (MariaDB, 300,000
+#: ports and nodes, an orphan at key 1,000: 24 ms instead of 1.1 s), and proving a migration
+#: complete is still one pass, in windows.
+PROBE_WINDOW = 10_000
+
+
 def has_pending(conn: Connection, migration: DataMigration, last_key: str | None = None,
                 inspector: Any = None) -> bool:
-    """Whether any row is pending: past the ledger's cursor *last_key* first, then anywhere."""
-    key, pending = migration.key_column, migration.pending
+    """Whether any row is pending: past the ledger's cursor *last_key* first, then behind it;
+    window by window of the key (``PROBE_WINDOW``)."""
     cursor = _cursor(conn, migration, last_key, inspector)
     if cursor is not None:
-        ahead = sa.select(key).where(key > cursor, pending).order_by(key).limit(1)
-        if conn.execute(ahead).first() is not None:
+        return _pending_in(conn, migration, cursor, None) or _pending_in(conn, migration, None, cursor)
+    return _pending_in(conn, migration, None, None)
+
+
+def _pending_in(conn: Connection, migration: DataMigration, after: Any, through: Any) -> bool:
+    """Whether a row with ``after < key <= through`` (None: unbounded) is pending, probed window by window."""
+    key, pending = migration.key_column, migration.pending
+    bound = [] if through is None else [key <= through]
+    while True:
+        start = [] if after is None else [key > after]
+        edge = conn.execute(sa.select(key).where(*start, *bound).order_by(key)
+                            .offset(PROBE_WINDOW - 1).limit(1)).scalar()
+        window = start + (bound if edge is None else [key <= edge])
+        if conn.execute(sa.select(key).where(*window, pending).limit(1)).first() is not None:
             return True
-    return conn.execute(sa.select(key).where(pending).limit(1)).first() is not None
+        if edge is None:
+            return False
+        after = edge
 
 
 def estimate(conn: Connection, migration: DataMigration) -> int | None:
