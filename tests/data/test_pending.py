@@ -158,7 +158,7 @@ def test_stop_at_pending_probes_unfinished_migrations_first_and_stops_there(db_e
 
 
 def test_the_probe_finds_any_pending_row_window_by_window(db_engine, monkeypatch):
-    """The probe reads the key's index window by window (a few keys each here): sparse keys, an
+    """The probe looks in a first window of the key's index (a few keys here), then the rest: sparse keys, an
     anti-join predicate (NOT EXISTS over another table, as the example's orphan check), cursors
     anywhere (on a key, between keys, past the end): a pending row is found wherever it is, at a
     window's edge too, and nothing is reported when none is."""
@@ -182,13 +182,18 @@ def test_the_probe_finds_any_pending_row_window_by_window(db_engine, monkeypatch
     orphans = DataMigration("orphans", table=r, key="id", values={"target_id": None},
                             pending=sa.and_(r.c.target_id.is_not(None),
                                             ~sa.exists().where(tg.c.id == r.c.target_id)))
+    window = pending_module.PROBE_WINDOW
     for trial in range(12):
         chosen = rng.sample(keys, rng.choice([0, 0, 1, 1, 2, 3]))
+        at = rng.randrange(-1, len(keys) - window)  # every other trial: the one orphan is a window's last key
+        if trial % 2:
+            chosen = [keys[at + window]]
         with db_engine.begin() as conn:
             conn.execute(sa.update(refs).where(refs.c.target_id > 100_000).values(target_id=None))
             for key in chosen:  # point at a target that does not exist
                 conn.execute(sa.update(refs).where(refs.c.id == key).values(target_id=100_000 + key))
-        cursors = [None, rng.choice(keys), rng.randint(0, 100_001), keys[0] - 1, keys[-1], keys[-1] + 5]
+        cursors = [None, rng.choice(keys), rng.randint(0, 100_001), keys[0] - 1, keys[-1], keys[-1] + 5,
+                   None if at < 0 else keys[at]]
         with db_engine.connect() as conn:
             for cursor in cursors:
                 found = has_pending(conn, orphans, None if cursor is None else str(cursor))
