@@ -61,6 +61,10 @@ NOT_CHECKED = "not checked"
 #: Exit code of dbsync when the gate refuses.
 EXIT_REFUSED = 4
 
+VIOLATIONS_ADVICE = ("Existing rows violate a constraint the contract adds: fix or delete them (an online data "
+                     "migration is the place), then rerun. --force does not override this: the constraint's DDL "
+                     "would fail half-way, or on SQLite/non-strict MariaDB keep or coerce the rows.")
+
 
 @dataclass
 class PendingMigration:
@@ -94,14 +98,18 @@ class GateVerdict:
     unjudged: list[str] = field(default_factory=list)
     #: Every data migration the judged revisions require: {name: [requiring revisions]}.
     required: dict[str, list[str]] = field(default_factory=dict)
+    #: Constraints the revisions add that existing rows violate (``preconditions.Violation``).
+    violations: list[Any] = field(default_factory=list)
 
     @property
     def allowed(self) -> bool:
-        return not (self.pending or self.missing_expand or self.defects or self.unjudged)
+        return not (self.pending or self.missing_expand or self.defects or self.unjudged or self.violations)
 
     @property
     def forceable(self) -> bool:
-        return not self.defects
+        """``--force`` never overrides a defect, nor rows that violate a constraint the revision
+        adds: its DDL would fail half-way (or, on SQLite and non-strict MariaDB, keep or coerce them)."""
+        return not (self.defects or self.violations)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -112,6 +120,7 @@ class GateVerdict:
             "missing_expand": [{"revision": c, "needs": e} for c, e in self.missing_expand],
             "defects": self.defects,
             "unjudged": self.unjudged,
+            "violations": [v.to_dict() for v in self.violations],
         }
 
     def summary(self) -> str:
@@ -122,6 +131,8 @@ class GateVerdict:
             parts.append(f"{len(self.pending)} data migration(s) not complete")
         if self.missing_expand:
             parts.append(f"{len(self.missing_expand)} expand revision(s) missing")
+        if self.violations:
+            parts.append(f"{len(self.violations)} constraint(s) it adds violated by existing rows")
         return "; ".join(parts)
 
 
@@ -137,8 +148,11 @@ class GateRefused(CommandError):
         lines += [f"  - {p.describe()}" for p in verdict.pending]
         lines += [f"  - {c} needs expand revision {e}, which is not applied: run the expand phase first"
                   for c, e in verdict.missing_expand]
+        lines += [f"  - {v.describe()}" for v in verdict.violations]
         if verdict.pending or verdict.missing_expand:
             lines.append(how_to_finish)
+        if verdict.violations:
+            lines.append(VIOLATIONS_ADVICE)
         super().__init__("\n".join(lines))
 
 
@@ -314,6 +328,7 @@ def evaluate(connection: Connection, script: ScriptDirectory, revisions: list[Sc
     caller (``status``/``check``), so that no table is probed twice.  *exact*: count the rows
     of an unfinished migration instead of estimating them (for a ``--force`` record)."""
     verdict = GateVerdict()
+    checked: list[Any] = []  # preconditions of the gated revisions that run (a stamp runs no DDL)
     applied = applied_revisions(script, current)
     fresh = not applied and schema_is_empty(connection, version_table)
     required = verdict.required
@@ -344,13 +359,31 @@ def evaluate(connection: Connection, script: ScriptDirectory, revisions: list[Sc
             triggers = sync_triggers(connection)
         if triggers and not stamping:  # a stamp drops nothing
             verdict.defects.extend(dropped_under_sync_triggers(rev, connection.dialect.name, triggers))
+        if not stamping:
+            checked.extend(_preconditions(rev, connection, verdict))
         for parent in () if stamping else parents(script, rev):
             if phase_of(parent) == EXPAND and parent.revision not in applied:
                 verdict.missing_expand.append((rev.revision, parent.revision))
         for name in requirements.names:
             required.setdefault(name, []).append(rev.revision)
     verdict.pending = unfinished(connection, registry, required, known, exact)
+    if checked:
+        from .preconditions import violations
+
+        verdict.violations = violations(connection, checked)
     return verdict
+
+
+def _preconditions(rev: Script, connection: Connection, verdict: GateVerdict) -> list[Any]:
+    """The constraints *rev* adds (``preconditions``); an upgrade() that cannot be read to the
+    end offline cannot be judged (fail closed: a constraint after the stop would go unchecked)."""
+    from .preconditions import preconditions_of
+
+    found, problem = preconditions_of(rev, connection)
+    if problem:
+        verdict.unjudged.append(f"{rev.path}: revision {rev.revision}: its upgrade() cannot run offline to show "
+                                f"which constraints it adds, so their rows cannot be checked ({problem})")
+    return found
 
 
 def unfinished(connection: Connection, registry: Any, required: dict[str, list[str]],
