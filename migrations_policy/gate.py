@@ -24,15 +24,21 @@ it too.  It refuses, before any DDL, when
   (``policy.phases.revision_phase_disagreement``: the linter reports the same);
 * a revision's requirements cannot be known before it runs (an
   ``op.require_data_migrations(...)`` argument that is not a literal or a
-  module-level expression).
+  module-level expression);
+* existing rows violate a UNIQUE, FOREIGN KEY, NOT NULL or CHECK constraint a
+  revision adds (``preconditions``: read from the operations its ``upgrade()``
+  invokes offline, counted live, with sample keys); an ``upgrade()`` that
+  cannot run offline to the end cannot be judged.
 
 The operation ``op.require_data_migrations`` also checks again when it runs:
 the check before the run never switches that off.
 
 ``--force`` (``dbsync upgrade --contract --force``, ``dbsync stamp --force``, or
 ``alembic -x migrations_policy_force=REASON ...``) lets pending data and missing
-expands through, never a phase conflict or unknown requirements, and every
-override is kept in ``migrations_policy_gate_overrides``.
+expands (and upgrade()s that cannot run offline) through, never a phase
+conflict, unknown requirements or rows violating a constraint (its DDL would
+fail half-way anyway), and every override is kept in
+``migrations_policy_gate_overrides``.
 """
 
 from __future__ import annotations
@@ -303,6 +309,37 @@ def dropped_under_sync_triggers(rev: Script, dialect_name: str, triggers: list[A
             for t in triggers
             if (t.table, t.old, t.new) not in released
             and (t.table in tables or (t.table, t.old) in columns or (t.table, t.new) in columns)]
+
+
+def sync_triggers_left_behind(connection: Connection, pending: Iterable[Script]) -> list[str]:
+    """Installed sync triggers that no *pending* revision removes (``op.drop_sync_trigger``): left
+    behind after their contract, worse when stale (a column they keep in step is gone, so every
+    write to the table fails).  One line per pair of columns, for ``dbsync check`` and ``status``.
+    One that a pending revision removes is expected (the rolling window), stale or not."""
+    from .offline_run import dropping_operations
+    from .sync_triggers import DropSyncTriggerOp, stale_sync_triggers, sync_trigger_name, sync_triggers
+
+    live = sync_triggers(connection)
+    if not live:
+        return []
+    stale = {(t.table, t.old, t.new) for t in stale_sync_triggers(connection, live)}
+    released = set()
+    for rev in pending:
+        recorded, _ = dropping_operations(rev.module.upgrade, connection.dialect.name)
+        released.update((o.pair.table, o.pair.old, o.pair.new) for o in recorded if isinstance(o, DropSyncTriggerOp))
+    lines = []
+    for table, old, new in dict.fromkeys((t.table, t.old, t.new) for t in live):
+        drop = f"op.drop_sync_trigger({table!r}, old={old!r}, new={new!r})"
+        name = sync_trigger_name(table, old, new)
+        if (table, old, new) in released:
+            continue
+        if (table, old, new) in stale:
+            lines.append(f"sync trigger {name} keeps {table}.{old} and {table}.{new} in step, but the table or a "
+                         f"column is gone: every write to {table} fails; remove it ({drop} in a revision)")
+        else:
+            lines.append(f"sync trigger {name} ({table}.{old} <-> {table}.{new}) is left behind: no pending "
+                         f"revision removes it, and every write to {table} still runs it; remove it ({drop})")
+    return lines
 
 
 def phase_defect(rev: Script, requirements: Requirements) -> str | None:

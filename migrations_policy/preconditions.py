@@ -243,7 +243,7 @@ def _safe_text(text: str) -> sa.ColumnElement | str:
     return sa.type_coerce(Grouping(sa.text(text)), sa.Boolean)
 
 
-def _expression(table: sa.Table, value: Any) -> sa.ColumnElement | str:
+def _expression(table: sa.TableClause, value: Any) -> sa.ColumnElement | str:
     if isinstance(value, str):
         return table.c[value]
     if isinstance(value, sa.TextClause):
@@ -257,9 +257,9 @@ def _expression(table: sa.Table, value: Any) -> sa.ColumnElement | str:
     return f"{value!r:.60} is not an expression"
 
 
-def _offending(connection: Connection, p: Precondition, table: sa.Table) -> sa.Select | str:
+def _offending(connection: Connection, p: Precondition, table: sa.TableClause) -> sa.Select | str:
     """SELECT of the offending rows' keys, or why the rows cannot be checked."""
-    keys = list(table.primary_key.columns) or None
+    keys = [table.c[k] for k in table.info["key"]] or None
     if p.kind == NOT_NULL:
         return sa.select(*(keys or [table.c[p.columns[0]]])).where(table.c[p.columns[0]].is_(None))
     if p.kind == CHECK:
@@ -294,13 +294,18 @@ def _offending(connection: Connection, p: Precondition, table: sa.Table) -> sa.S
     return sa.select(*(keys or values)).select_from(joined).where(*where)
 
 
-def _reflect(connection: Connection, name: str | None, schema: str | None) -> sa.Table | None:
-    if name is None or not sa.inspect(connection).has_table(name, schema=schema):
+def _reflect(connection: Connection, name: str | None, schema: str | None) -> sa.TableClause | None:
+    """*name*'s columns as a lightweight table, its primary key in ``info`` (None: no such table)."""
+    inspector = sa.inspect(connection)
+    if name is None or not inspector.has_table(name, schema=schema):
         return None
-    return sa.Table(name, sa.MetaData(), schema=schema, autoload_with=connection)
+    table = sa.table(name, *[sa.column(c["name"], c["type"]) for c in inspector.get_columns(name, schema=schema)],
+                     schema=schema)
+    table.info = {"key": tuple(inspector.get_pk_constraint(name, schema=schema).get("constrained_columns") or ())}
+    return table
 
 
-def _present(p: Precondition, table: sa.Table) -> bool:
+def _present(p: Precondition, table: sa.TableClause) -> bool:
     """Every named column exists (one the same run adds has no rows to check yet)."""
     return all(c in table.c for c in p.columns if isinstance(c, str))
 

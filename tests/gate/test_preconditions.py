@@ -163,3 +163,128 @@ def test_contract_is_refused_with_exact_counts_and_real_keys_until_the_rows_are_
     assert [u["name"] for u in inspector.get_unique_constraints("items")] == ["uq_items_code"]
     assert [f["name"] for f in inspector.get_foreign_keys("items")] == ["fk_items_parent"]
     assert [c["nullable"] for c in inspector.get_columns("items") if c["name"] == "qty"] == [False]
+
+
+VALIDATING = '''
+from alembic import op
+import sqlalchemy as sa
+
+revision = "c1_validate"
+down_revision = "contract_root"
+branch_labels = None
+depends_on = "r2_expand"
+
+
+def upgrade():
+    op.execute("ALTER TABLE loans VALIDATE CONSTRAINT fk_loans_book")
+    op.execute(sa.text('ALTER TABLE ONLY "public".loans VALIDATE CONSTRAINT "ck_loans_who";'))
+
+
+def downgrade():
+    pass
+'''
+
+NOT_VALID = '''
+op.create_foreign_key("fk_loans_book", "loans", "books", ["book_id"], ["id"], postgresql_not_valid=True)
+op.create_check_constraint("ck_loans_who", "loans", "length(who) > 2", postgresql_not_valid=True)
+'''
+
+
+@pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_raw_validate_constraint_is_checked_from_the_catalog(tmp_path, db_url, capsys, seed):
+    """PostgreSQL: the expand added NOT VALID constraints; the contract's raw ``VALIDATE CONSTRAINT``
+    is read from the catalog (the database's own text of the CHECK)."""
+    project = ExpandProject(tmp_path, db_url, NOT_VALID)
+    (project.directory / "migrations" / "versions" / "contract" / "0001_c1.py").write_text(VALIDATING)
+    try:
+        assert project.alembic("upgrade", "r1_release1").returncode == 0
+        rng = random.Random(seed)
+        books = list(range(1, 11))
+        loans = [{"id": i, "book_id": rng.choice([None, rng.randint(1, 10), rng.randint(11, 30)]),
+                  "who": rng.choice([None, "ab", "abc", "abcd", "x"])} for i in range(1, rng.randint(30, 80))]
+        with project.engine.begin() as conn:
+            conn.execute(sa.text("INSERT INTO books (id) VALUES (:id)"), [{"id": b} for b in books])
+            conn.execute(sa.text("INSERT INTO loans (id, book_id, who) VALUES (:id, :book_id, :who)"), loans)
+        code, out, err = _dbsync(project, capsys, "upgrade", "--expand")
+        assert code == 0, out + err
+        orphans = {r["id"] for r in loans if r["book_id"] is not None and r["book_id"] > 10}
+        short = {r["id"] for r in loans if r["who"] is not None and len(r["who"]) <= 2}
+        found = _violations(project, capsys)
+        assert {k: v["count"] for k, v in found.items()} == {"fk_loans_book": len(orphans), "ck_loans_who": len(short)}
+        assert {s[0] for s in found["fk_loans_book"]["samples"]} <= orphans
+        assert {s[0] for s in found["ck_loans_who"]["samples"]} <= short
+        with project.engine.begin() as conn:
+            conn.execute(sa.text("DELETE FROM loans WHERE book_id > 10 OR length(who) <= 2"))
+        code, out, err = _dbsync(project, capsys, "upgrade", "--contract")
+        assert code == 0, out + err
+    finally:
+        project.engine.dispose()
+
+
+# -- sync triggers left behind ----------------------------------------------------------
+SYNCED = '''
+import migrations_policy.sync_triggers  # noqa: F401
+op.create_table("things", sa.Column("id", sa.Integer, primary_key=True), sa.Column("name", sa.String(40)),
+                sa.Column("label", sa.String(40)))
+op.create_sync_trigger("things", old="name", new="label")
+'''
+
+CONTRACT_STEP = '''
+from alembic import op
+import sqlalchemy as sa
+import migrations_policy.sync_triggers  # noqa: F401
+
+revision = "{revision}"
+down_revision = "{down}"
+branch_labels = None
+depends_on = "r2_expand"
+
+
+def upgrade():
+    {body}
+
+
+def downgrade():
+    pass
+'''
+
+
+def _write_contract(project: ExpandProject, number: int, revision: str, down: str, body: str) -> None:
+    path = project.directory / "migrations" / "versions" / "contract" / f"000{number}_{revision}.py"
+    path.write_text(CONTRACT_STEP.format(revision=revision, down=down, body=body))
+
+
+def test_a_sync_trigger_left_behind_after_its_contract_is_reported_by_check_and_status(tmp_path, db_url, capsys):
+    project = ExpandProject(tmp_path, db_url, SYNCED)
+    name = "mp_sync_things_name_label_"
+    try:
+        _write_contract(project, 1, "c1_forgets", "contract_root", "pass")
+        assert _dbsync(project, capsys, "upgrade", "--expand")[0] == 0
+        code, out, err = _dbsync(project, capsys, "upgrade", "--contract")
+        assert code == 0, out + err
+        code, out, err = _dbsync(project, capsys, "check")
+        assert code == 2, out + err
+        assert out.startswith("sync triggers left behind") and "is left behind" in out and name in out
+        code, out, err = _dbsync(project, capsys, "status", "--format", "json")
+        left = json.loads(out)["sync_triggers_left"]
+        assert code == 0 and len(left) == 1 and "op.drop_sync_trigger('things', old='name', new='label')" in left[0]
+
+        if project.engine.dialect.name != "sqlite":  # SQLite refuses to drop, and renames inside triggers
+            rename = ("ALTER TABLE things DROP COLUMN label" if project.engine.dialect.name == "mysql"
+                      else "ALTER TABLE things RENAME COLUMN label TO tag")
+            with project.engine.begin() as conn:
+                conn.execute(sa.text(rename))
+            code, out, err = _dbsync(project, capsys, "check")
+            assert code == 2 and "every write to things fails" in out, out + err
+
+        # a pending revision that removes it: expected, contract allowed; after it, nothing left
+        _write_contract(project, 2, "c2_drops", "c1_forgets",
+                        'op.drop_sync_trigger("things", old="name", new="label")')
+        code, out, err = _dbsync(project, capsys, "check")
+        assert code == 5, out + err
+        assert _dbsync(project, capsys, "upgrade", "--contract")[0] == 0
+        code, out, err = _dbsync(project, capsys, "check")
+        assert code == 0 and name not in out, out + err
+    finally:
+        project.engine.dispose()
