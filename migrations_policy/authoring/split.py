@@ -11,6 +11,8 @@ Each op autogenerate found is described to the knowledge base
   defaults, comments, dropping NOT NULL;
 * contract: drops, SET NOT NULL (on PostgreSQL through a validated ``CHECK``,
   see ``render.SetNotNull``), other constraints on existing tables;
+* a ``VARCHAR`` widening that no configured dialect copies the table for
+  (``classify.in_place_everywhere``): one ``alter_column`` in expand;
 * multi-step (type change, rename): expand adds the new column and sync triggers
   (``sync_triggers``: each release's writes reach the other's column), a data
   migration copies the rows written before, contract drops the triggers and then
@@ -77,8 +79,11 @@ class _TableWork:
 class Planner:
     """Sorts the ops of one autogenerate run into a ``Plan``."""
 
-    def __init__(self, metadata: Any = None):
+    def __init__(self, metadata: Any = None, dialects: tuple[str, ...] = ("postgresql", "mysql"),
+                 context: m.Context | None = None):
         self.plan = Plan()
+        #: The configured dialects (``dialects`` setting): a widening is one ALTER only if none rewrites.
+        self.dialects, self.context = tuple(dialects), context
         self.new_tables: set[str] = set()
         self.metadata = metadata
         #: Changes the split will not write, one line each (``process_revision_directives`` refuses).
@@ -185,6 +190,14 @@ class Planner:
         operation = classify.describe(op)
         if operation.kind == m.SET_NOT_NULL:
             self._set_not_null(op, work)
+        elif operation.kind == m.WIDEN_VARCHAR and not classify.in_place_everywhere(operation, self.dialects,
+                                                                                    self.context):
+            self._replace_column(op, work)  # a copy on some dialect: the three-step route
+        elif operation.kind == m.WIDEN_VARCHAR:
+            self.plan.expand.append(Note(f"{op.table_name}.{op.column_name} widens to {op.modify_type!r}: "
+                                         "metadata only on every configured\ndialect (PostgreSQL: catalog only; "
+                                         "MariaDB/MySQL: INPLACE), so one ALTER in expand."))
+            self.plan.expand.append(render.OnlineAlter(op))
         elif classify.phase(operation) == m.MULTI_STEP:
             self._replace_column(op, work)
         elif classify.phase(operation) in (m.EXPAND, m.ANY):
@@ -347,7 +360,8 @@ def process_revision_directives(context, revision, directives) -> None:
         return
     metadata = context.opts.get("target_metadata")
     _warn_about_check_constraints(context.config, metadata)
-    planner = Planner(metadata)
+    settings = _settings(context)
+    planner = Planner(metadata, tuple(settings.dialects), m.Context(postgresql_version=settings.postgresql_version))
     plan = planner.run(script.upgrade_ops)
     if planner.refusals:  # before anything is written
         raise CommandError("the expand/contract split refuses:\n  " + "\n  ".join(planner.refusals))
@@ -417,12 +431,18 @@ def _script(rev_id: str, operations: list, message: str | None, phase: str, vers
     )
 
 
-def _write_stubs(context, plan: Plan, revision: str, message: str | None) -> None:
+def _settings(context):
+    """The project's ``[migrations_policy]`` settings, read from the ini alembic runs with."""
     from ..config import load_settings
 
+    ini = Path(context.config.config_file_name) if context.config.config_file_name else None
+    return load_settings(ini.parent if ini else ".", alembic_ini=ini)
+
+
+def _write_stubs(context, plan: Plan, revision: str, message: str | None) -> None:
     config = context.config
     ini = Path(config.config_file_name) if config.config_file_name else None
-    settings = load_settings(ini.parent if ini else ".", alembic_ini=ini)
+    settings = _settings(context)
     directory, package = stubs.stub_directory(settings.data_migrations, Path(context.script.dir))
     filename = stubs.module_filename(message, revision)
     path = stubs.write_module(directory, filename, stubs.render_module(plan.stubs, revision, message or ""))

@@ -198,10 +198,10 @@ def test_two_type_changes_and_a_relaxed_column_on_one_table_keep_both_sync_trigg
     """On SQLite, relaxing NOT NULL rebuilds the table, which drops its triggers: expand must
     create the sync triggers after it."""
     v1 = _start(workspace, "column")
-    workspace.models(v1.replace('sa.Column("name", sa.String(20))', 'sa.Column("name", sa.String(30))')
+    workspace.models(v1.replace('sa.Column("name", sa.String(20))', 'sa.Column("name", sa.Text)')
                        .replace('sa.Column("pager", sa.String(20), nullable=False)',
-                                'sa.Column("pager", sa.String(30), nullable=False)'))
-    files = workspace.revision("widen two")
+                                'sa.Column("pager", sa.Text, nullable=False)'))
+    files = workspace.revision("two to text")
     for path, phase in ((files["expand"], "expand"), (files["contract"], "contract")):
         assert lint(path, phase) == [], path.name
     workspace.upgrade("expand@head")
@@ -272,3 +272,59 @@ def test_unique_constraint_on_an_existing_table_uses_the_safe_form(workspace, ba
         conn.execute(sa.text("INSERT INTO pagers (id, name, pager, size) VALUES (6, 'a', 'p', 3)"))
     _assert_schema_is_the_models(workspace, engine)
     engine.dispose()
+
+
+@pytest.mark.parametrize("style", sorted(STYLES))
+def test_a_varchar_widening_in_place_everywhere_is_one_alter_in_expand(workspace, backend, style):
+    """varchar(20) -> varchar(100): PostgreSQL widens in the catalog only (relfilenode kept),
+    MariaDB INPLACE whatever the character set (20 characters are at most 80 bytes): no copy."""
+    v1 = _start(workspace, style)
+    if style == "column":
+        v2 = v1.replace('sa.Column("name", sa.String(20))', 'sa.Column("name", sa.String(100))')
+    else:
+        v2 = v1.replace("name: Mapped[str | None] = mapped_column(sa.String(20))",
+                        "name: Mapped[str | None] = mapped_column(sa.String(100))")
+    workspace.models(v2)
+    files = workspace.revision("widen name")
+    assert set(files) == {"expand"}, "no copy, no data migration, no contract"
+    expand = files["expand"].read_text()
+    assert "name_new" not in expand and "op.alter_column('pagers', 'name'" in expand
+    assert lint(files["expand"], "expand") == []
+    engine = sa.create_engine(workspace.url)
+    relfilenode = "SELECT relfilenode FROM pg_class WHERE relname = 'pagers'"
+    if backend == "postgresql":
+        with engine.connect() as conn:
+            before = conn.execute(sa.text(relfilenode)).scalar_one()
+    workspace.upgrade("heads")
+    with engine.begin() as conn:
+        if backend == "postgresql":
+            assert conn.execute(sa.text(relfilenode)).scalar_one() == before, "the table was rewritten"
+        conn.execute(sa.text("INSERT INTO pagers (id, name, pager, size) VALUES (2, :n, 'p', 1)"), {"n": "x" * 100})
+    _assert_schema_is_the_models(workspace, engine)
+    engine.dispose()
+
+
+@pytest.mark.parametrize("dialects, one_alter", [("postgresql, mysql, sqlite", False), ("postgresql, sqlite", True)])
+def test_a_widening_that_copies_on_a_configured_dialect_keeps_the_three_step_route(sqlite_workspace, dialects,
+                                                                                  one_alter):
+    """varchar(40) -> varchar(70): MariaDB copies the table under utf8mb4 (160 -> 280 bytes crosses
+    255 with values up to 160 bytes).  Only when MariaDB is not configured is it one ALTER."""
+    workspace = sqlite_workspace
+    text = workspace.ini.read_text()
+    assert "data_migrations = dm\n" in text
+    workspace.ini.write_text(text.replace("data_migrations = dm\n", f"data_migrations = dm\ndialects = {dialects}\n"))
+    v1 = COLUMN_V1.replace('sa.Column("name", sa.String(20))', 'sa.Column("name", sa.String(40))')
+    workspace.upgrade()
+    workspace.models(v1)
+    workspace.revision("initial")
+    workspace.upgrade()
+    workspace.models(v1.replace('sa.Column("name", sa.String(40))', 'sa.Column("name", sa.String(70))'))
+    files = workspace.revision("widen name")
+    expand = files["expand"].read_text()
+    assert ("name_new" not in expand) == one_alter and (set(files) == {"expand"}) == one_alter, expand
+    from migrations_policy.lint.engine import Options, analyse
+
+    configured = tuple(d.strip() for d in dialects.split(","))
+    assert analyse(files["expand"], "expand", Options(dialects=configured)) == []
+    hits = [(h.code, h.dialect) for h in lint(files["expand"], "expand")]  # every dialect
+    assert hits == ([("MP103", "mysql")] if one_alter else []), hits  # the linter knows MariaDB would copy
