@@ -190,7 +190,8 @@ CHECK_MEANINGS = {
 #: Exit code 2 when only sync triggers left behind make it (no pending revision is at fault).
 CHECK_TRIGGERS_LEFT = "sync triggers left behind: remove them (each is named below)"
 #: Exit code 4 when only existing rows stop the contract (no data migration has rows left).
-CHECK_DATA_VIOLATES = "contract refused: existing rows violate a constraint it adds: fix or delete them"
+CHECK_DATA_VIOLATES = ("contract refused: existing rows violate (or cannot be checked against) a constraint it "
+                       "adds: fix or delete them")
 
 
 def check(project: Project) -> CheckResult:

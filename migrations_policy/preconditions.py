@@ -35,6 +35,7 @@ evaluated" -- the gate fails closed.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -329,14 +330,19 @@ def violation(connection: Connection, p: Precondition) -> Violation | None:
 
 def violations(connection: Connection, preconditions: Iterable[Precondition]) -> list[Violation]:
     """Every precondition with offending rows.  A query the database rejects is a violation too
-    (with its error); the ones after it are not run (PostgreSQL aborts the transaction)."""
+    (with its error: fail closed)."""
     found = []
     for p in preconditions:
         try:
-            v = violation(connection, p)
+            with _savepoint(connection):
+                v = violation(connection, p)
         except sa.exc.DBAPIError as exc:
-            found.append(Violation(p, problem=f"the database rejected the check: {first_line(exc.orig or exc)}"))
-            break
+            v = Violation(p, problem=f"the database rejected the check: {first_line(exc.orig or exc)}")
         if v is not None:
             found.append(v)
     return found
+
+
+def _savepoint(connection: Connection) -> Any:
+    """PostgreSQL aborts the whole transaction on an error: a SAVEPOINT keeps the caller's usable."""
+    return connection.begin_nested() if connection.dialect.name == "postgresql" else nullcontext()

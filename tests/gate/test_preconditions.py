@@ -288,3 +288,41 @@ def test_a_sync_trigger_left_behind_after_its_contract_is_reported_by_check_and_
         assert code == 0 and name not in out, out + err
     finally:
         project.engine.dispose()
+
+
+@pytest.mark.parametrize("condition, why", [
+    ("qty >= 0) OR (1 = 1", "closes a parenthesis it did not open"),
+    ("qty >= 0; DELETE FROM items", "holds ';' or a comment"),
+    ("qty >= (SELECT 0)", "holds SELECT"),
+    ("no_such_function(qty) > 0", "the database rejected the check"),
+])
+def test_a_check_that_cannot_be_evaluated_safely_refuses_the_contract(tmp_path, db_url, capsys, condition, why):
+    """Fail closed: a CHECK text that is not one expression is never run, one the database rejects
+    is reported; either way the contract is refused (exit 4), nothing is applied, no traceback."""
+    p = ExpandProject(tmp_path, db_url, EXPAND)
+    source = CONTRACT.replace('''    with op.batch_alter_table("items") as batch:
+        batch.create_unique_constraint("uq_items_code", ["code"])
+        batch.alter_column("qty", existing_type=sa.Integer(), nullable=False)
+        batch.create_check_constraint("ck_items_qty_min", "qty >= 0")
+        batch.create_check_constraint("ck_items_qty_max", sa.column("qty") < 1000)
+        batch.create_foreign_key("fk_items_parent", "parents", ["parent_id"], ["id"])''', f'''    with op.batch_alter_table("items") as batch:
+        batch.create_check_constraint("ck_odd", {condition!r})
+        batch.alter_column("qty", existing_type=sa.Integer(), nullable=False)''')
+    (p.directory / "migrations" / "versions" / "contract" / "0001_c1.py").write_text(textwrap.dedent(source))
+    try:
+        assert _dbsync(p, capsys, "upgrade", "--expand")[0] == 0
+        with p.engine.begin() as conn:
+            conn.execute(sa.text("INSERT INTO items (id, qty) VALUES (1, 5), (2, NULL)"))
+        heads = p.heads()
+        code, out, err = _dbsync(p, capsys, "check")
+        assert code == 4 and "Traceback" not in out + err, out + err
+        line = next(line for line in out.splitlines() if "ck_odd" in line)
+        assert "adds CHECK ck_odd on items: its rows cannot be checked (" in line and why in line, out
+        assert "adds NOT NULL on items(qty): 1 offending row (NULLs), e.g. id=2" in out, out  # the next one too
+        code, out, err = _dbsync(p, capsys, "status")
+        assert code == 0 and why in out
+        code, out, err = _dbsync(p, capsys, "upgrade", "--contract", "--force", "--reason", "x")
+        assert code == 4 and why in err and "Traceback" not in err, err
+        assert p.heads() == heads
+    finally:
+        p.engine.dispose()
