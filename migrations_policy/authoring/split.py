@@ -252,6 +252,8 @@ class Planner:
         else:
             new_name, new_type, what = f"{old}_new", op.modify_type, "changes type"
         name = stubs.migration_name(table, new_name, "from", old)
+        required = not model.nullable if model is not None else op.existing_nullable is False
+        not_null = f", and makes {new_name!r} NOT NULL" if required else ""
         narrowed = _narrowed_length(op.existing_type, new_type)
         if narrowed is not None:
             self.plan.expand.append(Note(
@@ -263,10 +265,12 @@ class Planner:
             f"{new_name!r} ({new_type!r}) and sync triggers: what the previous release writes to\n"
             f"{old!r} reaches {new_name!r}, and what this release writes to {new_name!r} reaches\n"
             f"{old!r} (give up=/down= expressions if a plain copy is not the conversion).  So\n"
-            f"this release may map {new_name!r} only.  FILL IN: map it in your model (rename\n"
-            f"{new_name!r} here, in the triggers and in the data migration if you prefer another\n"
-            f"name), and review the {name!r} data migration, which copies the rows written\n"
-            f"before the triggers existed.  Contract drops the triggers, then {old!r}."))
+            f"this release may map {new_name!r} only.  FILL IN: map it in your model under the\n"
+            f"same attribute (mapped_column({new_name!r}, ...) or sa.Column({new_name!r}, ...,\n"
+            f"key={old!r})), or rename {new_name!r} here, in the triggers and in the data migration;\n"
+            f"review the {name!r} data migration, which copies the rows written before the\n"
+            f"triggers existed.  Contract drops the triggers, then {old!r}{not_null}.  The column\n"
+            f"stays {new_name!r}: back to {old!r} is a rename, another expand/contract cycle."))
         self.plan.expand.append(ops.AddColumnOp(table, sa.Column(new_name, new_type, nullable=True),
                                                 schema=op.schema))
         self.plan.expand.append(CreateSyncTriggerOp(table, old, new_name) if narrowed is None
@@ -278,6 +282,11 @@ class Planner:
         old_column = sa.Column(old, op.existing_type, nullable=op.existing_nullable is not False,
                                server_default=op.existing_server_default or None)
         self._relax_before_drop(table, old_column, op.schema)
+        if required:  # the copy fills it (the gate counts any NULL left before contract runs)
+            work.set_not_null.append(render.SetNotNull(
+                ops.AlterColumnOp(table, new_name, schema=op.schema, modify_nullable=False, existing_type=new_type,
+                                  existing_nullable=True),
+                stubs.migration_name("ck", table, new_name, "not_null")[:63]))
         work.alters.append(ops.DropColumnOp.from_column_and_tablename(op.schema, table, old_column))
 
     def _guess_renames(self, table: str, added: list, dropped: list, work: _TableWork) -> None:

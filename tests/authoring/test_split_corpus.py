@@ -328,3 +328,43 @@ def test_a_widening_that_copies_on_a_configured_dialect_keeps_the_three_step_rou
     assert analyse(files["expand"], "expand", Options(dialects=configured)) == []
     hits = [(h.code, h.dialect) for h in lint(files["expand"], "expand")]  # every dialect
     assert hits == ([("MP103", "mysql")] if one_alter else []), hits  # the linter knows MariaDB would copy
+
+
+@pytest.mark.parametrize("style", sorted(STYLES))
+def test_a_type_change_ends_as_the_models_say_under_the_same_attribute(workspace, backend, style):
+    """size: Integer NOT NULL -> BigInteger.  The split ends at size_new (a column cannot change in
+    place while the old release runs); the models map it under the same attribute, as the note
+    says, and after contract the schema is the models' (NOT NULL kept), release N's update made
+    after the copy is there."""
+    v1 = _start(workspace, style)  # row 1: size 3
+    if style == "column":
+        v2 = v1.replace('sa.Column("size", sa.Integer, nullable=False)', 'sa.Column("size", sa.BigInteger, '
+                                                                         'nullable=False)')
+        mapped = v1.replace('sa.Column("size", sa.Integer, nullable=False)',
+                            'sa.Column("size_new", sa.BigInteger, key="size", nullable=False)')
+    else:
+        v2 = v1.replace("size: Mapped[int] = mapped_column()", "size: Mapped[int] = mapped_column(sa.BigInteger)")
+        mapped = v1.replace("size: Mapped[int] = mapped_column()",
+                            'size: Mapped[int] = mapped_column("size_new", sa.BigInteger)')
+    workspace.models(v2)
+    files = workspace.revision("size to bigint")
+    expand, contract = files["expand"].read_text(), files["contract"].read_text()
+    assert 'key=\'size\'' in expand and "and makes 'size_new' NOT NULL" in expand
+    for path, phase in ((files["expand"], "expand"), (files["contract"], "contract")):
+        assert lint(path, phase) == [], path.name
+    workspace.models(mapped)  # what the note asks for
+    workspace.upgrade("expand@head")
+    engine = sa.create_engine(workspace.url)
+    with engine.begin() as conn:  # release N+1 writes size_new only, release N size only
+        conn.execute(sa.text("INSERT INTO pagers (id, name, pager, size_new) VALUES (2, 'b', 'p', 2000000000)"))
+        conn.execute(sa.text("INSERT INTO pagers (id, name, pager, size) VALUES (3, 'c', 'p', 7)"))
+    workspace.use_data_migrations(files["data"])
+    assert workspace.run_data_migrations() == 0
+    with engine.begin() as conn:  # release N updates after the copy: the trigger carries it
+        conn.execute(sa.text("UPDATE pagers SET size = 4 WHERE id = 1"))
+    workspace.upgrade("heads")
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT id, size_new FROM pagers ORDER BY id")).all() == [
+            (1, 4), (2, 2000000000), (3, 7)]
+    _assert_schema_is_the_models(workspace, engine)
+    engine.dispose()
