@@ -199,8 +199,8 @@ def _of_operation(operation: Any, rev: Any, dialect: str) -> Precondition | None
         return Precondition(revision, path, CHECK, operation.table_name, operation.constraint_name, (),
                             operation.schema, condition=operation.condition)
     if isinstance(operation, ops.AlterColumnOp) and operation.modify_nullable is False:
-        return Precondition(revision, path, NOT_NULL, operation.table_name, None,
-                            (operation.modify_name or operation.column_name,), operation.schema)
+        return Precondition(revision, path, NOT_NULL, operation.table_name, None,  # its rows: under the name
+                            (operation.column_name,), operation.schema)  # it has now (before a rename)
     return None
 
 
