@@ -161,7 +161,8 @@ def status(project: Project, exact: bool = False) -> StatusResult:
 @dataclass
 class CheckResult(StatusResult):
     def meaning(self) -> str:
-        if self.exit_code == CHECK_CANNOT_APPLY and self.state.sync_triggers_left and not self.state.verdict.defects:
+        if self.exit_code == CHECK_CANNOT_APPLY and self.state.sync_triggers_left and not (
+                self.state.verdict.defects or self.state.reverting):
             return CHECK_TRIGGERS_LEFT
         if self.exit_code == CHECK_DATA_PENDING and self.state.verdict.violations and not self.state.data_pending:
             return CHECK_DATA_VIOLATES

@@ -8,9 +8,10 @@ part of the revision while the version table does not name it, and simply
 running the revision again fails (``Duplicate column name``).
 
 So on PostgreSQL and MariaDB/MySQL every statement alembic executes for an
-upgrade step is recorded in ``migrations_policy_statements``: the revision, the
-statement's ordinal in the revision, the SHA-256 of its SQL text and a short
-description (``add column nodes.meta``).
+upgrade or a downgrade step is recorded in ``migrations_policy_statements``: the
+revision, the statement's ordinal in the revision (1, 2, ... for ``upgrade()``;
+-1, -2, ... for ``downgrade()``, so one table serves both directions), the SHA-256
+of its SQL text and a short description (``add column nodes.meta``).
 
 * PostgreSQL, inside the revision's transaction: the row is written after the
   statement in the same transaction, so both commit or roll back together.
@@ -21,14 +22,17 @@ description (``add column nodes.meta``).
   died inside that statement: it may or may not have been applied.
 
 When the version table moves for a revision (it completes, is downgraded or
-stamped), its rows are deleted in the transaction that moves the version.  A rerun of the revision (``dbsync upgrade``, or plain
-``alembic upgrade`` through env.py) skips the statements the journal records as
+stamped), its rows are deleted in the transaction that moves the version.  A rerun
+of the step (``dbsync upgrade`` or ``dbsync rollback``, or plain ``alembic upgrade``
+/ ``alembic downgrade`` through env.py) skips the statements the journal records as
 done, after checking that each one's hash is unchanged: a statement edited
 since is refused (one line), never silently skipped.  The statement that was
 ``running`` is executed again; if the database answers that its object already
 exists (or, for a drop, no longer exists), it had been applied and counts as
 done.  ``dbsync status`` / ``check`` report each interrupted revision
-("revision X partly applied: 3 of 5 statements").
+("revision X partly applied: 3 of 5 statements", "revision X partly reverted: ...").
+While a revision is partly reverted, upgrades and stamps are refused (the schema is
+neither release's): finish the rollback first.
 
 Only statements alembic's operations execute (``op.add_column``, ``op.execute`` ...)
 are journaled; what a script runs itself on ``op.get_bind()`` is not.  Offline
@@ -60,6 +64,9 @@ log = logging.getLogger(__name__)
 
 JOURNALED_DIALECTS = ("postgresql", "mysql", "mariadb")
 RUNNING, DONE = "running", "done"
+#: The sign of a statement's ordinal: ``upgrade()``'s statements count up from 1, ``downgrade()``'s down from -1.
+UPGRADE, DOWNGRADE = 1, -1
+_FUNCTION = {UPGRADE: "upgrade()", DOWNGRADE: "downgrade()"}
 
 #: "already exists" / "does not exist" answers: a statement that was running when the last run
 #: died and now gets one of these had been applied.  PostgreSQL SQLSTATEs, MariaDB/MySQL errnos.
@@ -69,6 +76,12 @@ _MYSQL_APPLIED = {1050, 1060, 1061, 1826, 1022, 1091, 1051, 1146}
 
 class JournalMismatch(CommandError):
     """The script no longer matches what an interrupted run of it applied."""
+
+    exit_code = 2
+
+
+class PartlyReverted(CommandError):
+    """An upgrade or stamp while a revision's downgrade stopped half way."""
 
     exit_code = 2
 
@@ -113,21 +126,45 @@ def read_entries(connection: Connection, revision: str | None = None) -> dict[st
     return found
 
 
+def _in_direction(entries: dict[int, _Entry], direction: int) -> dict[int, _Entry]:
+    """The entries of one direction, keyed by the statement's position (1, 2, ...)."""
+    return {ordinal * direction: entry for ordinal, entry in entries.items() if ordinal * direction > 0}
+
+
+def stopped_half_way(connection: Connection, direction: int) -> list[str]:
+    """Revisions whose ``upgrade()`` (UPGRADE: the version table does not name them yet) or
+    ``downgrade()`` (DOWNGRADE: it still names them) stopped half way."""
+    return [revision for revision, entries in read_entries(connection).items()
+            if _in_direction(entries, direction)]
+
+
+def refuse_while_partly_reverted(connection: Connection, finish_with: str) -> None:
+    """Fail closed: nothing is applied on a schema that is neither release's."""
+    reverted = stopped_half_way(connection, DOWNGRADE)
+    if reverted:
+        raise PartlyReverted(
+            f"revision {', '.join(reverted)} is partly reverted (its downgrade() stopped half way): "
+            f"finish it first with {finish_with}, then upgrade")
+
+
 # -- while alembic runs a revision -----------------------------------------------------
 class _Run:
-    """One upgrade step: statement ordinals, the journal's entries, and the writes."""
+    """One upgrade or downgrade step: statement ordinals, the journal's entries, and the writes."""
 
-    def __init__(self, connection: Connection, revision: str):
+    def __init__(self, connection: Connection, revision: str, direction: int = UPGRADE):
         self.connection = connection
         self.revision = revision
-        self.entries = read_entries(connection, revision).get(revision, {})
+        self.direction = direction
+        self.entries = _in_direction(read_entries(connection, revision).get(revision, {}), direction)
         self.ordinal = 0
         if self.entries:
             done = sum(e.state == DONE for e in self.entries.values())
-            log.warning("revision %s was interrupted after %d statement(s): resuming after them", revision, done)
+            log.warning("revision %s: its %s was interrupted after %d statement(s): resuming after them",
+                        revision, _FUNCTION[direction], done)
 
     def _key(self, ordinal: int):
-        return sa.and_(journal_table.c.revision == self.revision, journal_table.c.ordinal == ordinal)
+        return sa.and_(journal_table.c.revision == self.revision,
+                       journal_table.c.ordinal == ordinal * self.direction)
 
     def _commit(self) -> None:
         """Make the last journal write durable now (outside the revision's transaction)."""
@@ -140,7 +177,7 @@ class _Run:
             self.connection.execute(sa.update(journal_table).where(self._key(ordinal)).values(state=state))
         else:
             self.connection.execute(sa.insert(journal_table).values(
-                revision=self.revision, ordinal=ordinal, sql_hash=sql_hash, description=describe(text),
+                revision=self.revision, ordinal=ordinal * self.direction, sql_hash=sql_hash, description=describe(text),
                 state=state))
 
     def statement(self, construct: Any, execute: Callable[[], Any]) -> Any:
@@ -151,7 +188,8 @@ class _Run:
         entry = self.entries.get(ordinal)
         if entry is not None and entry.sql_hash != sql_hash:
             raise JournalMismatch(
-                f"revision {self.revision}: statement {ordinal} ({describe(text)}) is not the statement its "
+                f"revision {self.revision}: {_FUNCTION[self.direction]} statement {ordinal} ({describe(text)}) "
+                "is not the statement its "
                 f"interrupted run applied ({entry.description}): the script changed since; restore the script "
                 "that run used, or repair by hand (operator guide: When an expand fails)")
         if entry is not None and entry.state == DONE:
@@ -167,8 +205,8 @@ class _Run:
             result = execute()
         except sa.exc.DBAPIError as exc:
             if entry is not None and _applied_already(exc):
-                log.warning("revision %s statement %d (%s) had been applied by the interrupted run",
-                            self.revision, ordinal, entry.description)
+                log.warning("revision %s %s statement %d (%s) had been applied by the interrupted run",
+                            self.revision, _FUNCTION[self.direction], ordinal, entry.description)
                 result = None
             else:
                 self._forget(ordinal)
@@ -191,8 +229,8 @@ class _Run:
         beyond = sorted(o for o in self.entries if o > self.ordinal)
         if beyond:
             raise JournalMismatch(
-                f"revision {self.revision}: its interrupted run applied {max(beyond)} statement(s) but the script "
-                f"now has {self.ordinal}: the script changed since; restore the script that run used, or repair "
+                f"revision {self.revision}: the interrupted run of its {_FUNCTION[self.direction]} applied "
+                f"{max(beyond)} statement(s) but the script now has {self.ordinal}: the script changed since; restore the script that run used, or repair "
                 "by hand (operator guide: When an expand fails)")
 
 
@@ -213,10 +251,10 @@ class _Journal:
         self.connection = connection
         self.run: _Run | None = None
 
-    def revision(self, revision: str, migration_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def revision(self, revision: str, migration_fn: Callable[..., Any], direction: int) -> Callable[..., Any]:
         @functools.wraps(migration_fn)  # alembic names the step after the function ("upgrade")
         def migrate(**kw: Any) -> Any:
-            self.run = _Run(self.connection, revision)
+            self.run = _Run(self.connection, revision, direction)
             try:
                 result = migration_fn(**kw)
                 self.run.finish()
@@ -236,7 +274,8 @@ class _Journal:
 
 
 def install(migration_context: Any, steps: list, retries: LockRetryStats | None = None) -> list:
-    """Journal the statements of every upgrade step in *steps* (a live PostgreSQL/MariaDB run).
+    """Journal the statements of every upgrade and downgrade step in *steps* (a live
+    PostgreSQL/MariaDB run).
 
     Wraps the context's ``impl._exec`` (outside the lock-timeout retries) and each
     step's ``migration_fn``; with *retries* (``lock_timeout.install_statement_retries``)
@@ -252,8 +291,9 @@ def install(migration_context: Any, steps: list, retries: LockRetryStats | None 
     journal = _Journal(connection)
     migration_context.impl._exec = journal.statements(migration_context.impl._exec)
     for step in steps:
-        if isinstance(step, RevisionStep) and step.is_upgrade:
-            step.migration_fn = journal.revision(step.revision.revision, step.migration_fn)
+        if isinstance(step, RevisionStep):
+            step.migration_fn = journal.revision(step.revision.revision, step.migration_fn,
+                                                 UPGRADE if step.is_upgrade else DOWNGRADE)
             if retries is not None:
                 step.migration_fn = retry_segments(step.migration_fn, retries)
     return steps
@@ -262,57 +302,69 @@ def install(migration_context: Any, steps: list, retries: LockRetryStats | None 
 # -- what status / check report ------------------------------------------------------------
 @dataclass
 class PartlyApplied:
-    """An upgrade step that stopped half way, as its journal records it."""
+    """An upgrade or downgrade step that stopped half way, as its journal records it."""
 
     revision: str
     done: int
-    #: Statements the revision runs now (its script rendered offline); None if it cannot be rendered.
+    #: Statements the step runs now (its script rendered offline); None if it cannot be rendered.
     total: int | None
     #: (ordinal, description) of a statement that was running when the process died.
     in_flight: tuple[int, str] | None
     #: False when a recorded statement differs from the script's: the rerun will refuse.
     script_matches: bool = True
+    direction: int = UPGRADE
 
     def describe(self) -> str:
         of = f" of {self.total}" if self.total is not None else ""
-        text = f"revision {self.revision} partly applied: {self.done}{of} statements"
+        state = "partly applied" if self.direction == UPGRADE else "partly reverted"
+        text = f"revision {self.revision} {state}: {self.done}{of} statements"
         if self.in_flight is not None:
             text += (f"; statement {self.in_flight[0]} ({self.in_flight[1]}) was running when the run stopped "
                      "and may or may not be applied (the rerun checks)")
         if not self.script_matches:
             text += "; its script changed since, the rerun will refuse (operator guide: When an expand fails)"
-        else:
+        elif self.direction == UPGRADE:
             text += "; dbsync upgrade resumes after the applied statements"
+        else:
+            text += "; dbsync rollback resumes after the reverted statements (upgrades are refused until then)"
         return text
 
     def to_dict(self) -> dict[str, Any]:
-        return {"revision": self.revision, "done": self.done, "total": self.total,
+        return {"revision": self.revision, "direction": _FUNCTION[self.direction][:-2],
+                "done": self.done, "total": self.total,
                 "in_flight": None if self.in_flight is None else
                 {"statement": self.in_flight[0], "description": self.in_flight[1]},
                 "script_matches": self.script_matches}
 
 
-def planned_statements(script: ScriptDirectory, revision: str, connection: Connection) -> list[str] | None:
-    """The SQL text of every statement *revision*'s upgrade() runs on this dialect, rendered offline
-    (no database access); None when the script cannot run offline."""
+def planned_statements(script: ScriptDirectory, revision: str, connection: Connection,
+                       direction: int = UPGRADE) -> list[str] | None:
+    """The SQL text of every statement *revision*'s upgrade() (or downgrade()) runs on this dialect,
+    rendered offline (no database access); None when the script cannot run offline."""
     rev = script.get_revision(revision)
     if rev is None:
         return None
     texts: list[str] = []
-    _, problem = record_operations(rev.module.upgrade, connection.dialect,
+    function = rev.module.upgrade if direction == UPGRADE else rev.module.downgrade
+    _, problem = record_operations(function, connection.dialect,
                                    on_statement=lambda construct: texts.append(statement_text(construct, connection)))
     return None if problem else texts
 
 
 def partly_applied(connection: Connection, script: ScriptDirectory) -> list[PartlyApplied]:
-    """Every revision the journal says stopped half way."""
+    """Every revision the journal says stopped half way, in either direction."""
     found = []
-    for revision, entries in read_entries(connection).items():
-        planned = planned_statements(script, revision, connection)
-        running = [(o, e.description) for o, e in entries.items() if e.state == RUNNING]
-        matches = planned is None or all(
-            o <= len(planned) and digest(planned[o - 1]) == e.sql_hash for o, e in entries.items())
-        found.append(PartlyApplied(revision=revision, done=sum(e.state == DONE for e in entries.values()),
-                                   total=None if planned is None else len(planned),
-                                   in_flight=running[0] if running else None, script_matches=matches))
+    for revision, all_entries in read_entries(connection).items():
+        for direction in (UPGRADE, DOWNGRADE):
+            entries = _in_direction(all_entries, direction)
+            if not entries:
+                continue
+            planned = planned_statements(script, revision, connection, direction)
+            running = [(o, e.description) for o, e in sorted(entries.items()) if e.state == RUNNING]
+            matches = planned is None or all(
+                o <= len(planned) and digest(planned[o - 1]) == e.sql_hash for o, e in entries.items())
+            found.append(PartlyApplied(revision=revision, done=sum(e.state == DONE for e in entries.values()),
+                                       total=None if planned is None else len(planned),
+                                       in_flight=running[0] if running else None, script_matches=matches,
+                                       direction=direction))
     return found

@@ -35,6 +35,7 @@ from sqlalchemy.sql import ColumnElement
 
 from .errors import PolicyError
 from .framework_tables import revision_history_table
+from .journal import UPGRADE, stopped_half_way
 from .offline_run import dropping_operations
 from .revisions import CONTRACT, EXPAND, applied_revisions, phase_of
 
@@ -95,6 +96,11 @@ def _history(connection: Connection) -> list[Any]:
 
 def revisions_to_revert(connection: Connection, script: ScriptDirectory, heads: Any) -> list[str]:
     """The expand revisions applied since the last contract, newest first (refusals as PolicyError)."""
+    half_applied = stopped_half_way(connection, UPGRADE)
+    if half_applied:  # its objects are in the schema, but no downgrade would remove them
+        raise PolicyError(f"rollback refused: revision {', '.join(half_applied)} is partly applied (its upgrade() "
+                          "stopped half way; `dbsync status` says how far): finish it first with dbsync upgrade "
+                          "--expand (it resumes), then roll back", exit_code=EXIT_REFUSED)
     history = _history(connection)
     if not history:
         raise PolicyError("cannot roll back: no revision history is recorded (migrations_policy_revision_history "

@@ -147,6 +147,9 @@ def _guard(context: Any, original: Callable) -> Callable:
         connection = migration_context.connection
         settings = project_settings(context.config)
         if entering:
+            if connection.dialect.name in journal.JOURNALED_DIALECTS:
+                ini = getattr(context.config, "config_file_name", None) or "alembic.ini"
+                journal.refuse_while_partly_reverted(connection, f"dbsync -c {ini} rollback")
             _judge(context, migration_context, heads, entering, stamped, settings)
         revisions_table.create(connection, checkfirst=True)
         revision_history_table.create(connection, checkfirst=True)

@@ -42,12 +42,17 @@ class UpgradeState:
         return [m for m in self.data_migrations if m.remaining]
 
     @property
+    def reverting(self) -> bool:
+        """A revision is partly reverted (an interrupted rollback)."""
+        return any(p.direction == journal.DOWNGRADE for p in self.partly_applied)
+
+    @property
     def contract_allowed(self) -> bool:
         return self.verdict.allowed
 
     def check_code(self) -> int:
-        if self.verdict.defects or self.sync_triggers_left:
-            return CHECK_CANNOT_APPLY
+        if self.verdict.defects or self.reverting or self.sync_triggers_left:
+            return CHECK_CANNOT_APPLY  # a partly reverted revision: upgrades are refused until the rollback ends
         if self.branches[EXPAND].pending:
             return CHECK_EXPAND_PENDING
         if self.data_pending:

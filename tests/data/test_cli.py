@@ -96,7 +96,8 @@ def test_two_concurrent_runners_never_migrate_a_row_twice(project_dir, db_url, d
     read the same pending rows and log them twice."""
     create_schema(db_engine, rows=600)
     argv = dbsync_argv(project_dir, db_url, "--format", "json", "online_data_migrations", "--migration",
-                       "copy_items_logged", "--batch-size", "50", "--option", "copy_items_logged.pause=0.05",
+                       "copy_items_logged", "--batch-size", "50", "--batch-seconds", "0",
+                       "--option", "copy_items_logged.pause=0.2",
                        "--sleep", "0.05")
     env = {**os.environ, "PYTHONPATH": str(project_dir)}
     runners = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)

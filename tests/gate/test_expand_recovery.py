@@ -123,7 +123,8 @@ def test_lock_give_up_mid_revision_then_status_says_how_far_and_rerun_resumes(pr
     assert "revision r2_expand partly applied: 3 of 5 statements" in out
     code, out, _ = dbsync(project, capsys, "--format", "json", "status")
     partial = json.loads(out)["partly_applied"]
-    assert partial == [{"revision": "r2_expand", "done": 3, "total": 5, "in_flight": None, "script_matches": True}]
+    assert partial == [{"revision": "r2_expand", "direction": "upgrade", "done": 3, "total": 5, "in_flight": None,
+                        "script_matches": True}]
     code, out, _ = dbsync(project, capsys, "check")
     assert code == 3
     assert "run dbsync upgrade --expand" in out and "3 of 5 statements" in out
