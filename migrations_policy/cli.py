@@ -211,8 +211,8 @@ DBSYNC_COMMANDS: list[CommandSpec] = [
         exit_codes={
             0: "nothing to do: schema at head, data migrations complete",
             2: "error: unreachable database, bad configuration, or unfinished object versions (one line); "
-               "or a pending revision cannot be applied as it stands, or a sync trigger is left behind after "
-               "its contract (each named)",
+               "or a pending revision cannot be applied as it stands, or a revision is partly reverted (an "
+               "interrupted rollback), or a sync trigger is left behind after its contract (each named)",
             3: "expand revisions pending",
             4: "data migrations pending, or contract pending but refused by the gate (also when existing "
                "rows violate a constraint it adds: each such constraint is listed with its count and keys)",
