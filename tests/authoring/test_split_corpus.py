@@ -41,6 +41,14 @@ def _without(text: str, column: str) -> str:
                      and not line.strip().startswith(f"{column}:"))
 
 
+def _with_name(v1: str, style: str, arguments: str) -> str:
+    """*v1* with the ``name`` column's type arguments (``sa.String(20)``) replaced, in either style."""
+    if style == "column":
+        return v1.replace('sa.Column("name", sa.String(20))', f'sa.Column("name", {arguments})')
+    return v1.replace("name: Mapped[str | None] = mapped_column(sa.String(20))",
+                      f"name: Mapped[str | None] = mapped_column({arguments})")
+
+
 def _start(workspace, style: str) -> str:
     workspace.upgrade()
     workspace.models(STYLES[style])
@@ -113,11 +121,7 @@ def _assert_schema_is_the_models(workspace, engine) -> None:
 @pytest.mark.parametrize("style", sorted(STYLES))
 def test_server_default_changes_are_compared_and_placed_in_expand(workspace, backend, style):
     v1 = _start(workspace, style)
-    if style == "column":
-        v2 = v1.replace('sa.Column("name", sa.String(20))', 'sa.Column("name", sa.String(20), server_default="anon")')
-    else:
-        v2 = v1.replace("name: Mapped[str | None] = mapped_column(sa.String(20))",
-                        'name: Mapped[str | None] = mapped_column(sa.String(20), server_default="anon")')
+    v2 = _with_name(v1, style, 'sa.String(20), server_default="anon"')
     workspace.models(v2)
     files = workspace.revision("name default")
     assert set(files) == {"expand"}, "a default is for the release that omits the column: expand"
@@ -164,11 +168,7 @@ def test_narrowing_is_flagged_and_over_long_values_are_stuck_not_lost(workspace,
     v1 = _start(workspace, style)  # row 1: name 'a'
     with sa.create_engine(workspace.url).begin() as conn:
         conn.execute(sa.text("INSERT INTO pagers (id, name, pager, size) VALUES (2, 'abcdefgh', 'p', 1)"))
-    if style == "column":
-        v2 = v1.replace('sa.Column("name", sa.String(20))', 'sa.Column("name", sa.String(5))')
-    else:
-        v2 = v1.replace("name: Mapped[str | None] = mapped_column(sa.String(20))",
-                        "name: Mapped[str | None] = mapped_column(sa.String(5))")
+    v2 = _with_name(v1, style, "sa.String(5)")
     workspace.models(v2)
     files = workspace.revision("narrow name")
     expand = files["expand"].read_text()
@@ -279,11 +279,7 @@ def test_a_varchar_widening_in_place_everywhere_is_one_alter_in_expand(workspace
     """varchar(20) -> varchar(100): PostgreSQL widens in the catalog only (relfilenode kept),
     MariaDB INPLACE whatever the character set (20 characters are at most 80 bytes): no copy."""
     v1 = _start(workspace, style)
-    if style == "column":
-        v2 = v1.replace('sa.Column("name", sa.String(20))', 'sa.Column("name", sa.String(100))')
-    else:
-        v2 = v1.replace("name: Mapped[str | None] = mapped_column(sa.String(20))",
-                        "name: Mapped[str | None] = mapped_column(sa.String(100))")
+    v2 = _with_name(v1, style, "sa.String(100)")
     workspace.models(v2)
     files = workspace.revision("widen name")
     assert set(files) == {"expand"}, "no copy, no data migration, no contract"
