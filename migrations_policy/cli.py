@@ -434,7 +434,8 @@ DBSYNC_COMMANDS.append(CommandSpec(
 # -- lint (migrations-policy lint, dbsync lint) ----------------------------------
 LINT_FORMATS = ("text", "json", "github", "sarif", "junit")
 LINT_EXIT_CODES = {0: "no error findings (warnings allowed)", 1: "at least one error finding",
-                   2: "usage error, or an input that cannot be read or loaded (reported as MP000)",
+                   2: "usage error (a --replay database that is not empty included), or an input that cannot be "
+                      "read, loaded or replayed (reported as MP000)",
                    3: "internal error of the linter (a bug: one line on stderr; --debug prints the traceback)"}
 
 
@@ -446,7 +447,14 @@ def _configure_lint(parser: argparse.ArgumentParser) -> None:
                         help="dialect to check against (repeatable; default: the 'dialects' setting, all three)")
     parser.add_argument("--format", choices=LINT_FORMATS, default="text", help="output format (default: text)")
     parser.add_argument("--config", metavar="FILE", help="extra settings file ([migrations_policy] ini or pyproject.toml)")
-    parser.add_argument("--url", help="scratch database: scripts that cannot run offline run there, rolled back")
+    parser.add_argument("--url", help="scratch database: scripts that cannot run offline run there, rolled back "
+                                      "(with --replay: an empty database the history is upgraded on)")
+    parser.add_argument("--replay", action="store_true",
+                        help="upgrade the history from base on a scratch database (--url, --scratch-server, "
+                             "else a temporary SQLite file) and lint what each script really executed")
+    parser.add_argument("--scratch-server", metavar="URL",
+                        help="with --replay (implied): a PostgreSQL or MySQL/MariaDB server URL on which a "
+                             "throwaway database is created for the replay and dropped afterwards")
     parser.add_argument("--debug", action="store_true", help="print the traceback of an internal error")
     parser.add_argument("--select", action="append", metavar="CODES",
                         help="report only these codes or prefixes (comma-separated, repeatable; MP000 always)")
@@ -470,7 +478,8 @@ DEVELOPER_COMMANDS.append(CommandSpec(
     _configure_lint,
     lambda args: lint_command.lint(args.paths, phase=args.phase, dialects=args.dialects, config_file=args.config,
                                    url=args.url, debug=args.debug, select=args.select, ignore=args.ignore,
-                                   exit_zero=args.exit_zero, statistics=args.statistics),
+                                   exit_zero=args.exit_zero, statistics=args.statistics, replay=args.replay,
+                                   scratch_server=args.scratch_server),
     description=_LINT_DESCRIPTION,
     exit_codes=LINT_EXIT_CODES,
 ))

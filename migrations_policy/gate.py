@@ -49,13 +49,15 @@ import os
 import socket
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import sqlalchemy as sa
 from alembic.script import Script, ScriptDirectory
 from alembic.util import CommandError
 from sqlalchemy.engine import Connection
 
+from .drop_guard import Destroyed, destroyed, unfinished_readers
+from .drop_guard import describe as describe_destroyed
 from .framework_tables import gate_overrides_table, is_framework_table
 from .offline_run import first_line
 from .policy.phases import revision_phase_disagreement
@@ -370,7 +372,11 @@ def evaluate(connection: Connection, script: ScriptDirectory, revisions: list[Sc
     fresh = not applied and schema_is_empty(connection, version_table)
     required = verdict.required
     triggers: list[Any] | None = None  # the live sync triggers, read once a gated revision needs them
+    droppers: dict[Destroyed, list[str]] = {}  # (table, column) -> the revisions that drop or rename it
     for rev in revisions:
+        if not (stamping or fresh) and len(registry):  # a stamp drops nothing; a fresh schema has no data
+            for gone in drops_of(rev, connection.dialect.name):
+                droppers.setdefault(gone, []).append(rev.revision)
         requirements = requirements_of(rev)
         if stamping and not fresh:
             # A stamp never runs the revision, so the operation's own check never happens: run its
@@ -404,6 +410,7 @@ def evaluate(connection: Connection, script: ScriptDirectory, revisions: list[Sc
         for name in requirements.names:
             required.setdefault(name, []).append(rev.revision)
     verdict.pending = unfinished(connection, registry, required, known, exact)
+    verdict.pending += _undeclared_readers(connection, registry, droppers, required, known)
     if checked:
         from .preconditions import violations
 
@@ -421,6 +428,37 @@ def _preconditions(rev: Script, connection: Connection, verdict: GateVerdict) ->
         verdict.unjudged.append(f"{rev.path}: revision {rev.revision}: its upgrade() cannot run offline to show "
                                 f"which constraints it adds, so their rows cannot be checked ({problem})")
     return found
+
+
+def drops_of(rev: Script, dialect_name: str) -> list[Destroyed]:
+    """What *rev*'s ``upgrade()``, run offline, drops or renames away (nothing when it cannot run
+    offline: the run's own watch, ``drop_guard.watching``, sees those statements as they execute)."""
+    from .offline_run import dropping_operations
+    from .policy.alembic_ops import from_alembic
+
+    recorded, _ = dropping_operations(rev.module.upgrade, dialect_name)
+    return destroyed(o for op in recorded for o in from_alembic(op))
+
+
+def _undeclared_readers(connection: Connection, registry: Any, droppers: dict[Destroyed, list[str]],
+                        required: dict[str, list[str]], known: Iterable[Any] | None) -> list[PendingMigration]:
+    """Unfinished migrations reading what the revisions drop, that no revision declares."""
+    if not droppers:
+        return []
+    by_text = {describe_destroyed(gone): revs for gone, revs in droppers.items()}
+    found = unfinished_readers(connection, registry, list(droppers), known or ())
+    return readers_pending({name: found[name] for name in found if name not in required},  # declared: above
+                           lambda what: list(dict.fromkeys(r for item in what for r in by_text.get(item, ()))))
+
+
+def readers_pending(found: dict[str, tuple[Any, list[str]]],
+                    revisions_of: Callable[[list[str]], list[str]]) -> list[PendingMigration]:
+    """``drop_guard.unfinished_readers``'s answer as the gate's unfinished migrations, each required
+    by the revisions that drop what it reads (``revisions_of(["nodes.extra", ...])``)."""
+    return [PendingMigration(name, probed.remaining, probed.state,
+                             [f"{', '.join(revisions_of(what))}, which drops {', '.join(what)} that it reads"],
+                             probed.estimated)
+            for name, (probed, what) in found.items()]
 
 
 def unfinished(connection: Connection, registry: Any, required: dict[str, list[str]],

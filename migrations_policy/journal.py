@@ -211,6 +211,9 @@ class _Run:
             else:
                 self._forget(ordinal)
                 raise
+        except CommandError:  # refused before it reached the database (drop_guard.watching)
+            self._forget(ordinal)
+            raise
         self._record(ordinal, sql_hash, text, DONE, exists=True)
         self._commit()
         return result

@@ -22,6 +22,7 @@ Downgrades get the lock timeouts and retries too.  An env.py that does not pass 
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sys
@@ -32,7 +33,7 @@ from typing import Any, Callable
 import sqlalchemy as sa
 from alembic.runtime.migration import RevisionStep, StampStep
 
-from . import gate, journal, lock_timeout
+from . import drop_guard, gate, journal, lock_timeout
 from .config import Settings, load_settings
 from .framework_tables import REVISIONS_TABLE, revision_history_table, revisions_table  # noqa: F401
 from .revisions import applied_revisions, phase_of
@@ -146,11 +147,13 @@ def _guard(context: Any, original: Callable) -> Callable:
         migration_context.opts[RUN_OPTION] = (uuid.uuid4().hex, not heads)
         connection = migration_context.connection
         settings = project_settings(context.config)
+        registry = None
         if entering:
             if connection.dialect.name in journal.JOURNALED_DIALECTS:
                 ini = getattr(context.config, "config_file_name", None) or "alembic.ini"
                 journal.refuse_while_partly_reverted(connection, f"dbsync -c {ini} rollback")
-            _judge(context, migration_context, heads, entering, stamped, settings)
+            registry = load_registry(context.config, settings)
+            _judge(context, migration_context, heads, entering, stamped, settings, registry)
         revisions_table.create(connection, checkfirst=True)
         revision_history_table.create(connection, checkfirst=True)
         lock_timeout.set_session_lock_timeout(connection, settings.lock_timeout)
@@ -158,20 +161,44 @@ def _guard(context: Any, original: Callable) -> Callable:
             connection.commit()
         context.config.attributes[STATS_ATTRIBUTE] = lock_timeout.install_statement_retries(
             migration_context, settings.lock_retries)
-        return journal.install(migration_context, steps,  # resumable revisions (journal.py)
-                               context.config.attributes[STATS_ATTRIBUTE])
+        steps = journal.install(migration_context, steps,  # resumable revisions (journal.py)
+                                context.config.attributes[STATS_ATTRIBUTE])
+        if registry is not None and len(registry) and force_reason(context) is None \
+                and not (not heads and gate.schema_is_empty(connection, migration_context.version_table)):
+            _watch_drops(context, connection, steps, registry)
+        return steps
 
     setattr(steps_after_checks, GUARD_MARK, True)
     return steps_after_checks
 
 
+def _watch_drops(context: Any, connection: Any, steps: list, registry: Any) -> None:
+    """Every upgrade step runs under ``drop_guard.watching``: a statement dropping what an
+    unfinished data migration reads is refused as it is about to execute (however it is sent)."""
+    def refuse(revision: str, found: dict) -> gate.GateRefused:
+        return gate.GateRefused(gate.GateVerdict(pending=gate.readers_pending(found, lambda what: [revision])),
+                                how_to_finish(context.config))
+
+    def watched(revision: str, migration_fn: Callable) -> Callable:
+        @functools.wraps(migration_fn)  # alembic names the step after the function ("upgrade")
+        def migrate(**kw: Any) -> Any:
+            with drop_guard.watching(connection, registry, revision, refuse):
+                return migration_fn(**kw)
+
+        return migrate
+
+    for step in steps:
+        if isinstance(step, RevisionStep) and step.is_upgrade:
+            step.migration_fn = watched(step.revision.revision, step.migration_fn)
+
+
 def _judge(context: Any, migration_context: Any, heads: Any, entering: list, stamped: bool,
-           settings: Settings) -> None:
+           settings: Settings, registry: Any) -> None:
     """The gate on the revisions entering the database: refuse, or record a force."""
     connection = migration_context.connection
     reason = force_reason(context)
     verdict = gate.evaluate(connection, migration_context.script, entering, heads,
-                            load_registry(context.config, settings), migration_context.version_table,
+                            registry, migration_context.version_table,
                             stamping=stamped, exact=reason is not None)  # a --force record counts exactly
     if not verdict.allowed:
         if reason is None or not verdict.forceable:

@@ -4,7 +4,8 @@
 directories (a directory contributes the ``*.py`` files that declare ``revision =``).
 For each script, its ``upgrade()`` is recorded per dialect offline (``recorder``), or
 read from source when it needs a database (``astscan``; ``--url`` runs it for real
-on a scratch database instead, ``scratch``), every operation is judged by the policy
+on a scratch database instead, ``scratch``; ``--replay`` upgrades the whole history from
+base on a scratch database and records what each script really executed, ``replay``), every operation is judged by the policy
 knowledge base (``migrations_policy.policy``), and the rules (``lint.rules``, one per
 module) turn verdicts into findings (``judge`` memoizes them per operation signature).
 Results are cached per file content behind a stat index (``lint.cache``: a warm run
@@ -179,8 +180,12 @@ def run(
     settings: Settings | None = None,
     url: str | None = None,
     phases: dict[Path, str] | None = None,
+    replay=None,
 ) -> LintReport:
-    """Lint *paths*; *phases* may pin the phase of given files (``dbsync lint`` knows them)."""
+    """Lint *paths*; *phases* may pin the phase of given files (``dbsync lint`` knows them).
+
+    *replay* (a ``scratch_db.Target``): upgrade the history from base on that database and judge what ran
+    (``lint.replay``) instead of analysing each script alone."""
     settings = settings or Settings()
     if phase is not None and phase not in PHASES:
         raise UsageError(f"unknown phase {phase!r} (expected one of {', '.join(PHASES)})")
@@ -188,11 +193,18 @@ def run(
     unknown = [d for d in dialects if d not in DIALECTS]
     if unknown:
         raise UsageError(f"unknown dialect(s) {', '.join(unknown)} (known: {', '.join(DIALECTS)})")
-    cache = Cache(cache_dir() if not url else None)
+    cache = Cache(cache_dir() if not (url or replay) else None)
     headers: dict = {}
     listings: dict = {}
     files = collect(paths, headers, cache.header, listings)
-    if url:
+    if replay is not None:
+        from .scratch_db import target_dialect
+
+        url_dialect = target_dialect(replay)
+        if url_dialect not in dialects:
+            raise UsageError(f"--replay is on a {url_dialect} database but the dialects linted are {', '.join(dialects)}")
+        dialects = (url_dialect,)
+    elif url:
         from .scratch import check_scratch_database
 
         url_dialect = check_scratch_database(url)
@@ -212,9 +224,14 @@ def run(
     missing = [(path, file_phase) for path, file_phase, _, hits in planned if hits is None]
     report = LintReport(files=len(files), paths=[str(path) for path in files])
     if missing:
-        from .parallel import analyse_all
+        if replay is not None:
+            from .replay import replay_all
 
-        analysis = analyse_all(missing, options)
+            analysis = replay_all(missing, resolver, options, replay)
+        else:
+            from .parallel import analyse_all
+
+            analysis = analyse_all(missing, options)
         analysed = iter(enumerate(analysis.hits))
         for index, (message, trace) in sorted(analysis.internal.items()):
             report.internal.append((str(missing[index][0]), message, trace))

@@ -52,12 +52,15 @@ class InternalError(PolicyError):
 def lint(paths: list[str], *, phase: str | None = None, dialects: list[str] | None = None,
          config_file: str | None = None, url: str | None = None, project: Project | None = None,
          debug: bool = False, select: list[str] | None = None, ignore: list[str] | None = None,
-         exit_zero: bool = False, statistics: bool = False) -> LintResult:
+         exit_zero: bool = False, statistics: bool = False, replay: bool = False,
+         scratch_server: str | None = None) -> LintResult:
     """Lint migration scripts (files or version directories); no database needed.
 
     Settings come from pyproject.toml / setup.cfg in the current directory (or the
     *project*'s alembic ini) and *config_file*.  With a *project* and no *paths*, its
     version locations are linted, each script with its branch's phase.
+    *replay* (implied by *scratch_server*): upgrade the history from base on *url* (an empty database),
+    on a throwaway database created on *scratch_server*, or on a temporary SQLite file (``lint.replay``).
     """
     from .. import lint as linter
     from ..config import load_settings
@@ -73,8 +76,14 @@ def lint(paths: list[str], *, phase: str | None = None, dialects: list[str] | No
     paths = paths or settings.paths
     if not paths:
         raise UsageError("lint: no PATH given and no 'paths' setting")
+    target = None
+    if replay or scratch_server:
+        from .scratch_db import Target
+
+        target, url = Target(url=url, server=scratch_server), None
     try:
-        report = linter.run(paths, phase=phase, dialects=dialects or None, settings=settings, url=url, phases=phases)
+        report = linter.run(paths, phase=phase, dialects=dialects or None, settings=settings, url=url, phases=phases,
+                            replay=target)
     except PolicyError:
         raise
     except Exception as exc:  # noqa: BLE001 - a bug of the linter: one line, the traceback on request

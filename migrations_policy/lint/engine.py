@@ -88,12 +88,12 @@ def _record_all(module, source: str, upgrade, path: Path, options: Options, hits
             results[dialect] = executed or []
             outcome = "its offline run (empty database) was linted" if executed is not None else "NOT linted"
             hits.append(Hit(line or 1, OFFLINE, f"{reason} and its source could not be followed "
-                            f"({one_line(scan_exc)}): {outcome}; run with --url SCRATCH_DB", dialect))
+                            f"({one_line(scan_exc)}): {outcome}; run with --replay (or --url SCRATCH_DB)", dialect))
             continue
         results[dialect] = scan.recording.ops
         message = (f"{reason}; linted from source instead"
                    f"{f', {len(set(scan.unevaluated))} op call(s) read from literals only' if scan.unevaluated else ''}"
-                   "; run with --url SCRATCH_DB to execute it")
+                   "; run with --replay (or --url SCRATCH_DB) to execute it")
         hits.append(Hit(line or 1, OFFLINE, message, dialect))
     return results
 
@@ -163,8 +163,11 @@ def _apply_ignores(source: str, hits: list[Hit]) -> list[Hit]:
     return sorted(kept, key=lambda h: (h.line, h.code))
 
 
-def analyse(path: Path, phase: str, options: Options, source: str | None = None) -> list[Hit]:
-    """Every finding of the script at *path* linted as *phase* (see module docstring)."""
+def analyse(path: Path, phase: str, options: Options, source: str | None = None, record=None) -> list[Hit]:
+    """Every finding of the script at *path* linted as *phase* (see module docstring).
+
+    *record* replaces how ``upgrade()`` is recorded (``lint --replay`` runs it on a database): called as
+    ``record(module, source, upgrade, path, options, hits, dependent)``, it returns ``{dialect: ops}``."""
     try:
         source = read_source(path) if source is None else source
         code = compile_script(source, path)
@@ -175,7 +178,7 @@ def analyse(path: Path, phase: str, options: Options, source: str | None = None)
             if not callable(upgrade):
                 raise LoadError("no upgrade() function in the script")
             dependent = bool(_DIALECT_DEPENDENT.search(source))
-            results = _record_all(module, source, upgrade, path, options, hits, dependent)
+            results = (record or _record_all)(module, source, upgrade, path, options, hits, dependent)
     except LoadError as exc:
         return [Hit(exc.line, UNLOADABLE, str(exc))]
     except RecursionError:

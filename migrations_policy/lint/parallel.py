@@ -84,18 +84,19 @@ def _read_exactly(stream, size: int, deadline_seconds: float | None) -> bytes | 
 
 
 def _run_worker(tasks: list[tuple[int, Path, str]], options: Options, workers: int,
-                on_done) -> tuple[set[int], str]:
-    """Run *tasks* in one worker; ``on_done(index, hits, internal)`` per verdict.
+                on_done, module: str = "migrations_policy.lint.worker", extra: dict | None = None) -> tuple[set[int], str]:
+    """Run *tasks* in one worker (*module*, its job completed by *extra*); ``on_done(index, hits, internal)``
+    per verdict.
 
     Returns the indexes started but not judged when the worker ended early, and how it ended.
     """
     job = {"dialects": list(options.dialects), "postgresql_version": options.postgresql_version,
            "timeout": float(options.timeout), "url": options.url, "workers": workers,
-           "tasks": [(index, str(path), phase) for index, path, phase in tasks]}
+           "tasks": [(index, str(path), phase) for index, path, phase in tasks], **(extra or {})}
     silence = options.timeout + GRACE if options.timeout > 0 else None
     started: set[int] = set()
     with tempfile.TemporaryFile() as errors:
-        proc = subprocess.Popen([sys.executable, "-m", "migrations_policy.lint.worker"], stdin=subprocess.PIPE,
+        proc = subprocess.Popen([sys.executable, "-m", module], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=errors, env=_env(), start_new_session=True)
         ended = ""
         try:

@@ -10,6 +10,9 @@ the line of the innermost frame in the script (helpers and loops included).
 ``record_online(upgrade, connection, filename)`` does the same against a real
 connection (``lint --url``): every op is recorded *and* executed, so scripts that
 reflect the live schema work; the caller rolls the transaction back.
+``run_online(upgrade, ctx, filename)`` is its core for a caller that owns the
+``MigrationContext`` and its transaction (``lint --replay``): it returns what was
+recorded up to an error together with the error.
 """
 
 from __future__ import annotations
@@ -197,12 +200,13 @@ def _proxy(ops: Operations) -> Iterator[None]:
 
 
 @contextmanager
-def _offline_environment(ctx: MigrationContext, dialect: str) -> Iterator[None]:
-    """``alembic.context`` as in ``alembic upgrade --sql``: ``is_offline_mode()`` is true, ``get_context()`` is *ctx*."""
+def _environment(ctx: MigrationContext, **options: Any) -> Iterator[None]:
+    """``alembic.context`` as in ``alembic upgrade`` (``as_sql=True``: ``--sql``, ``is_offline_mode()`` is true),
+    ``get_context()`` being *ctx*."""
     from alembic.config import Config
     from alembic.runtime.environment import EnvironmentContext
 
-    environment = EnvironmentContext(Config(), None, as_sql=True, dialect_name=dialect)
+    environment = EnvironmentContext(Config(), None, **options)
     environment._migration_context = ctx
     environment._install_proxy()
     try:
@@ -219,7 +223,7 @@ def recording(dialect: str, filename: str, strict: bool = False) -> Iterator[Rec
     what it would answer as unknown) instead of answering as an empty database."""
     rec = Recording(filename)
     ctx = _offline_context(dialect, rec, strict)
-    with _offline_environment(ctx, dialect), _proxy(_recording_operations(ctx, rec, execute=False)):
+    with _environment(ctx, as_sql=True, dialect_name=dialect), _proxy(_recording_operations(ctx, rec, execute=False)):
         yield rec
 
 
@@ -246,22 +250,35 @@ def run_offline(upgrade: Callable[..., Any], dialect: str, filename: str) -> tup
 
 def record_online(upgrade: Callable[[], Any], connection, filename: str) -> Recording:
     """Run *upgrade* for real on *connection* (the caller rolls back), recording every op."""
+    rec, error = run_online(upgrade, MigrationContext.configure(connection=connection), filename)
+    if error is not None:
+        raise error
+    return rec
+
+
+def run_online(upgrade: Callable[..., Any], ctx: MigrationContext, filename: str) -> tuple[Recording, BaseException | None]:
+    """Run *upgrade* for real through *ctx* (configured on a connection), recording every op and every
+    statement the script sends itself; ``alembic.context`` answers as in ``alembic upgrade``.
+    What it recorded, and what it raised (None when it returned)."""
+    from alembic import op
     from sqlalchemy import event
 
     rec = Recording(filename)
-    ctx = MigrationContext.configure(connection=connection)
     ops = _recording_operations(ctx, rec, execute=True)
+    connection = ctx.connection
 
     def before_execute(conn, cursor, statement, parameters, context, executemany):
         if not rec.executing:
             rec.add(from_statement(statement))
 
     event.listen(connection, "before_cursor_execute", before_execute)
+    error = None
     try:
-        from alembic import op
-
-        with _proxy(ops):
+        with _environment(ctx), _proxy(ops):
             call_upgrade(upgrade, op)
+    except BaseException as exc:  # noqa: BLE001 - the caller sorts it out
+        error = exc
     finally:
         event.remove(connection, "before_cursor_execute", before_execute)
-    return rec
+    return rec, error
+

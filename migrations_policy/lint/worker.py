@@ -117,8 +117,18 @@ def _describe_exit(status: int) -> str:
     return f"exited with status {os.waitstatus_to_exitcode(status)}"
 
 
-def _child(write_fd: int, path: str, phase: str, options, worker: int) -> None:
-    """In the forked child: analyse one script, write ``(hits, internal)``, exit.  Never returns."""
+def _analyse(path: str, phase: str, options) -> tuple:
+    """A script's analysis as the child sends it: ``(hits,)``."""
+    from pathlib import Path
+
+    from .engine import analyse
+
+    return ([hit.to_list() for hit in analyse(Path(path), phase, options)],)
+
+
+def _child(write_fd: int, path: str, phase: str, options, worker: int, run=_analyse) -> None:
+    """In the forked child: ``run(path, phase, options)`` -> ``(hits, *more)``, write ``(hits, internal, modules,
+    *more)``, exit.  Never returns."""
     payload = None
     try:
         os.setsid()  # its own process group: killed with it, out of reach of the terminal's Ctrl-C
@@ -128,14 +138,10 @@ def _child(write_fd: int, path: str, phase: str, options, worker: int) -> None:
             os.dup2(devnull, fd)
         for name in ("SIGINT", "SIGTERM", "SIGPIPE", "SIGALRM"):
             signal.signal(getattr(signal, name), signal.SIG_DFL)
-        from pathlib import Path
-
-        from .engine import analyse
-
         before = set(sys.modules)
         try:
-            hits = [hit.to_list() for hit in analyse(Path(path), phase, options)]
-            payload = _dumps((hits, None, _local_modules(before, path)))
+            hits, *more = run(path, phase, options)
+            payload = _dumps((hits, None, _local_modules(before, path), *more))
         except BaseException as exc:  # noqa: BLE001 - escaped the engine: a bug of the linter
             import traceback
 
@@ -243,13 +249,14 @@ def _verdict(child: _Running, status: int | None, timeout: float) -> tuple:
                  "os._exit, a signal or closed file descriptors?)", "", "error"]], None, []
 
 
-def _start(index: int, path: str, phase: str, options) -> _Running:
+def _start(index: int, path: str, phase: str, options, run=_analyse) -> _Running:
+    """Fork a child that sends ``run(path, phase, options)`` (see ``_child``)."""
     read_fd, write_fd = os.pipe()
     worker = os.getpid()
     pid = _fork()
     if pid == 0:
         os.close(read_fd)
-        _child(write_fd, path, phase, options, worker)
+        _child(write_fd, path, phase, options, worker, run)
     os.close(write_fd)
     deadline = time.monotonic() + options.timeout if options.timeout > 0 else None
     return _Running(index, pid, read_fd, deadline)

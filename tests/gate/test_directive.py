@@ -44,7 +44,8 @@ def test_directive_is_read_by_the_gate_before_any_ddl(expanded, capsys):
     assert expanded.dbsync("upgrade", "--contract") == 4
     err = capsys.readouterr().err
     assert "nodes_extra_to_meta" in err and "port_node_orphans" in err
-    assert "nodes_name_to_display_name" not in err  # no longer required
+    # No longer declared, but the revision drops nodes.name, which it reads (drop_guard):
+    assert "nodes_name_to_display_name" in err and "which drops nodes.name that it reads" in err
     assert {"extra", "name"} <= expanded.columns("nodes")
 
 

@@ -28,7 +28,9 @@ def upgrade():
 ## Use instead
 Run ``migrations-policy lint --url URL`` against a scratch database at the script's
 ``down_revision``: ``upgrade()`` then runs for real in a transaction that is rolled
-back (MySQL/MariaDB cannot roll back DDL: use a throwaway database).
+back (MySQL/MariaDB cannot roll back DDL: use a throwaway database).  Or run
+``migrations-policy lint --replay``: the whole history is upgraded from base on a scratch
+database, each script at its own ``down_revision``, and what really ran is linted.
 """
 
 from .base import BOTH_PHASES, Rule

@@ -1,0 +1,167 @@
+"""The replay worker: upgrades a history on a scratch database, one script at a time, each in a forked child.
+
+Started by ``replay`` as ``python -m migrations_policy.lint.replay_worker`` with the job of
+``parallel``'s workers plus ``url`` (the scratch database), ``graph`` (task index ->
+``(revision, down_revisions, parent task indexes)``) and ``blocked`` (task index -> the
+``(revision, path)`` of a failed ancestor, when a worker is restarted).  Tasks come in
+alembic's upgrade order.  As ``lint.worker`` does, it imports what the analysis needs once,
+then forks a child per script (same clean state for every script, killed after the time
+limit); the child connects, runs ``upgrade()`` in one transaction per script (as alembic's
+``transaction_per_migration``) through ``recorder.run_online``, records every op and
+statement, moves ``alembic_version`` on and commits -- or rolls back on error -- and sends
+the script's findings judged from what really ran:
+
+* an error of the database (``DBAPIError``, a table that reflection cannot find) is the
+  script's ``MP004`` finding, at the script's line, with the database's first line of text;
+* any other exception of ``upgrade()``, a timeout, a script ending the child: ``MP000``;
+* a script whose ancestor did not commit is not run: ``MP000`` naming that ancestor.
+
+Frames to the parent are ``lint.worker``'s; a ``done`` frame ends with whether the script committed
+and, when not, the ``(revision, path)`` of the failure that blocks its descendants.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import signal
+import sys
+
+from . import worker
+from .worker import UNLOADABLE
+
+REPLAY_ERROR = "MP004"
+
+
+def _version_table(length: int):
+    import sqlalchemy as sa
+
+    return sa.Table("alembic_version", sa.MetaData(), sa.Column("version_num", sa.String(length), nullable=False),
+                    sa.PrimaryKeyConstraint("version_num", name="alembic_version_pkc"))
+
+
+def _stamp(conn, table, revision: str, down_revisions: tuple[str, ...]) -> None:
+    """``alembic_version`` after upgrading to *revision*: its down revisions are no longer heads, it is."""
+    if down_revisions:
+        conn.execute(table.delete().where(table.c.version_num.in_(down_revisions)))
+    conn.execute(table.insert().values(version_num=revision))
+
+
+def _recorder(engine, revision: str, down_revisions: tuple[str, ...], table, outcome: dict):
+    """``engine.analyse``'s *record*: run ``upgrade()`` on *url* in its own transaction (see the module docstring)."""
+
+    def record(module, source, upgrade, path, options, hits, dependent):
+        from alembic.migration import MigrationContext
+
+        from .engine import Hit
+        from .loader import LoadError, line_in, one_line
+        from .recorder import run_online
+        from .scratch import describe_refusal, refused
+
+        filename, dialect = str(path), options.dialects[0]
+        engine.dispose(close=False)  # the worker's connections, if any, are not this process's to use
+        ops, error = [], None
+        try:
+            with engine.connect() as conn:
+                ctx = MigrationContext.configure(connection=conn, opts={"transaction_per_migration": True})
+                try:
+                    with ctx.begin_transaction(_per_migration=True):
+                        rec, error = run_online(upgrade, ctx, filename)
+                        ops = rec.ops
+                        if error is not None:
+                            raise error  # rolls this script back (MySQL/MariaDB keep the DDL that ran)
+                        _stamp(ctx.connection, table, revision, down_revisions)
+                    outcome["committed"] = True
+                except BaseException as exc:  # noqa: BLE001 - judged below
+                    error = error or exc
+        except Exception as exc:  # noqa: BLE001 - connecting (or disconnecting) failed
+            error = error or exc
+            if not ops:
+                raise LoadError(f"cannot use the scratch database: {describe_refusal(exc)}") from None
+        if error is None:
+            return {dialect: ops}
+        where = f"at down_revision {', '.join(down_revisions) or 'base'}"
+        if refused(error):
+            hits.append(Hit(line_in(error, filename) or 1, REPLAY_ERROR,
+                            f"the database refused upgrade() {where}: {describe_refusal(error)}", dialect))
+            return {dialect: ops}  # what ran before the error is judged too
+        raise LoadError(f"upgrade() raised {one_line(error)} when replayed {where}", line_in(error, filename))
+
+    return record
+
+
+def _replay(engine, revision: str, down_revisions: tuple[str, ...], table):
+    """The child's ``run``: the script's hits, and whether its transaction committed."""
+
+    def run(path: str, phase: str, options) -> tuple:
+        from pathlib import Path
+
+        from .engine import analyse
+
+        outcome: dict = {}
+        hits = analyse(Path(path), phase, options, record=_recorder(engine, revision, down_revisions, table, outcome))
+        return [hit.to_list() for hit in hits], bool(outcome.get("committed"))
+
+    return run
+
+
+def _not_replayed(blocker: tuple[str, str]) -> list:
+    revision, path = blocker
+    return [[1, UNLOADABLE, f"not replayed: its ancestor {revision} ({path}) failed on the database, so the "
+             "database is not at this script's down_revision; fix that script first", "", "error"]]
+
+
+def _prepare_database(url: str, table):
+    """The engine every child uses, its dialect initialized by a first connection that creates
+    ``alembic_version``; its pool is emptied before any fork (no child inherits a connection)."""
+    from .scratch import scratch_engine
+
+    engine = scratch_engine(url)
+    try:
+        with engine.begin() as conn:
+            table.create(conn, checkfirst=True)
+    finally:
+        engine.dispose()
+    return engine
+
+
+def serve(job: dict) -> None:
+    from .options import Options
+
+    options = Options(dialects=tuple(job["dialects"]), postgresql_version=job["postgresql_version"],
+                      timeout=job["timeout"])
+    graph, blocked = job["graph"], dict(job["blocked"])
+    table = _version_table(max([32, *(len(graph[index][0]) for index, _, _ in job["tasks"])]))
+    worker._prepare(options)
+    engine = _prepare_database(job["url"], table)
+    for index, path, phase in job["tasks"]:
+        revision, down_revisions, parents = graph[index]
+        blocker = next((blocked[parent] for parent in parents if parent in blocked), None)
+        if blocker is not None:
+            blocked[index] = blocker
+            worker._send(("done", index, _not_replayed(blocker), None, [], False, blocker))
+            continue
+        worker._send(("start", index))
+        child = worker._start(index, path, phase, options, _replay(engine, revision, tuple(down_revisions), table))
+        running = {child.pid: child}
+        finished = []
+        while running:
+            finished.extend(worker._collect(running))
+        (child, status), = finished
+        hits, internal, modules, *committed = worker._verdict(child, status, options.timeout)
+        committed = bool(committed and committed[0])
+        if not committed:
+            blocked[index] = (revision, path)
+        worker._send(("done", index, hits, internal, modules, committed, blocked.get(index)))
+
+
+def main() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; it kills us when interrupted
+    job = marshal.loads(sys.stdin.buffer.read())
+    serve(job)
+    sys.stdout.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
