@@ -251,6 +251,29 @@ DBSYNC_COMMANDS: list[CommandSpec] = [
 ]
 
 
+def _configure_plan(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--max-lock-seconds", type=_number(float, allow_zero=True), metavar="SECONDS",
+                        help="exit 6 if any statement would hold a blocking lock longer than this (estimated), "
+                             "or for a time that cannot be estimated")
+
+
+DBSYNC_COMMANDS.append(CommandSpec(
+    "plan",
+    "before expand: each pending statement's table and live size, lock, rewrite or scan, and estimated duration",
+    _configure_plan,
+    lambda args: commands.plan(_project(args), max_lock_seconds=args.max_lock_seconds),
+    description="For each revision dbsync upgrade would apply (expand, then contract) and each statement in "
+                "it: the table it touches with its live size (PostgreSQL: the planner's rows from pg_class, "
+                "pg_total_relation_size; MariaDB: information_schema.TABLES; SQLite: a count and dbstat), the "
+                "lock it takes and whether it rewrites or scans (the policy knowledge base the linter uses), "
+                "and how long a blocking statement would hold its lock, estimated from a read rate measured on "
+                "this server (a timed sequential read of a sample of the table). Runs nothing, locks nothing.",
+    exit_codes={**COMMON_EXIT_CODES,
+                6: "--max-lock-seconds: a statement would hold a blocking lock longer than that (estimated), "
+                   "or for a time that cannot be estimated (unknown table, a revision unreadable offline)"},
+))
+
+
 # -- online data migrations (migrations_policy.data) ----------------------------
 def _number(kind, allow_zero: bool = False):
     def parse(text: str):

@@ -430,6 +430,15 @@ def prune(project: Project, **options: Any) -> PruneResult:
     return PruneResult(exit_code=report.exit_code, report=report, kept=kept)
 
 
+# -- plan: migrations_policy.plan ----------------------------------------------------------
+def plan(project: Project, max_lock_seconds: float | None = None) -> Result:
+    """``dbsync plan``: per pending revision and statement, the table's live size, the lock, rewrite or
+    scan, and the estimated time the lock is held (``plan/``); exit 6 over *max_lock_seconds*."""
+    from .plan import plan as run
+
+    return run(project, max_lock_seconds=max_lock_seconds)
+
+
 # -- authoring (init, check-models, revision): migrations_policy.authoring.commands
 def init(directory: str, **options: Any) -> Result:
     """``migrations-policy init DIR``: an alembic environment in the expand/contract layout."""
@@ -462,4 +471,4 @@ def revision(project: Project, message: str, rev_id: str | None = None) -> Resul
 # -- lint: migrations_policy.lint.command (no alembic import on the lint path) ----------------
 from .lint.command import LintResult, lint  # noqa: E402  (re-exported)
 
-__all__ = ["lint", "LintResult", "init", "adopt", "check_models", "revision", "Result", "version", "status", "upgrade", "stamp", "online_data_migrations", "EXPAND", "CONTRACT"]
+__all__ = ["lint", "LintResult", "init", "adopt", "check_models", "revision", "Result", "version", "status", "upgrade", "stamp", "online_data_migrations", "plan", "EXPAND", "CONTRACT"]

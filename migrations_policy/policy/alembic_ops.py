@@ -190,5 +190,6 @@ def from_alembic(op: Any) -> list[m.Operation]:
                 convert = fn
                 break
     if convert is None:
-        return [m.Operation(kind=m.OTHER, name=type(op).__name__)]
+        table = getattr(op, "table_name", None)  # a project's own op on a table (op.create_sync_trigger)
+        return [m.Operation(kind=m.OTHER, name=type(op).__name__, table=table if isinstance(table, str) else None)]
     return [convert(op)]
