@@ -181,9 +181,10 @@ DBSYNC_COMMANDS: list[CommandSpec] = [
                     "--expand or --contract limits it to one phase. Every DDL statement runs with a bounded "
                     "lock timeout (lock_timeout setting) and is retried with backoff (lock_retries).",
         exit_codes={**COMMON_EXIT_CODES,
-                    4: "the contract gate refused: data migrations pending or expand missing (the message says "
-                       "which, how many rows remain, and the command that finishes them); with no flag, expand "
-                       "was applied and contract was not"},
+                    4: "the contract gate refused: data migrations pending, expand missing, or existing rows "
+                       "that violate a constraint the contract adds (the message says which, how many rows, a "
+                       "few of their keys, and what finishes them; --force does not override violating rows); "
+                       "with no flag, expand was applied and contract was not"},
     ),
     CommandSpec(
         "status",
@@ -209,9 +210,12 @@ DBSYNC_COMMANDS: list[CommandSpec] = [
                     "JSON leaves out the rest: gate null); dbsync status shows everything.",
         exit_codes={
             0: "nothing to do: schema at head, data migrations complete",
-            2: "error: unreachable database, bad configuration, or unfinished object versions (one line)",
+            2: "error: unreachable database, bad configuration, or unfinished object versions (one line); "
+               "or a pending revision cannot be applied as it stands, or a revision is partly reverted (an "
+               "interrupted rollback), or a sync trigger is left behind after its contract (each named)",
             3: "expand revisions pending",
-            4: "data migrations pending (or contract pending but refused by the gate)",
+            4: "data migrations pending, or contract pending but refused by the gate (also when existing "
+               "rows violate a constraint it adds: each such constraint is listed with its count and keys)",
             5: "contract revisions pending and allowed by the gate",
         },
     ),
