@@ -181,9 +181,10 @@ DBSYNC_COMMANDS: list[CommandSpec] = [
                     "--expand or --contract limits it to one phase. Every DDL statement runs with a bounded "
                     "lock timeout (lock_timeout setting) and is retried with backoff (lock_retries).",
         exit_codes={**COMMON_EXIT_CODES,
-                    4: "the contract gate refused: data migrations pending or expand missing (the message says "
-                       "which, how many rows remain, and the command that finishes them); with no flag, expand "
-                       "was applied and contract was not"},
+                    4: "the contract gate refused: data migrations pending, expand missing, or existing rows "
+                       "that violate a constraint the contract adds (the message says which, how many rows, a "
+                       "few of their keys, and what finishes them; --force does not override violating rows); "
+                       "with no flag, expand was applied and contract was not"},
     ),
     CommandSpec(
         "status",
@@ -209,9 +210,12 @@ DBSYNC_COMMANDS: list[CommandSpec] = [
                     "JSON leaves out the rest: gate null); dbsync status shows everything.",
         exit_codes={
             0: "nothing to do: schema at head, data migrations complete",
-            2: "error: unreachable database, bad configuration, or unfinished object versions (one line)",
+            2: "error: unreachable database, bad configuration, or unfinished object versions (one line); "
+               "or a pending revision cannot be applied as it stands, or a revision is partly reverted (an "
+               "interrupted rollback), or a sync trigger is left behind after its contract (each named)",
             3: "expand revisions pending",
-            4: "data migrations pending (or contract pending but refused by the gate)",
+            4: "data migrations pending, or contract pending but refused by the gate (also when existing "
+               "rows violate a constraint it adds: each such constraint is listed with its count and keys)",
             5: "contract revisions pending and allowed by the gate",
         },
     ),
@@ -245,6 +249,29 @@ DBSYNC_COMMANDS: list[CommandSpec] = [
                        "or env.py is not wired to the gate"},
     ),
 ]
+
+
+def _configure_plan(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--max-lock-seconds", type=_number(float, allow_zero=True), metavar="SECONDS",
+                        help="exit 6 if any statement would hold a blocking lock longer than this (estimated), "
+                             "or for a time that cannot be estimated")
+
+
+DBSYNC_COMMANDS.append(CommandSpec(
+    "plan",
+    "before expand: each pending statement's table and live size, lock, rewrite or scan, and estimated duration",
+    _configure_plan,
+    lambda args: commands.plan(_project(args), max_lock_seconds=args.max_lock_seconds),
+    description="For each revision dbsync upgrade would apply (expand, then contract) and each statement in "
+                "it: the table it touches with its live size (PostgreSQL: the planner's rows from pg_class, "
+                "pg_total_relation_size; MariaDB: information_schema.TABLES; SQLite: a count and dbstat), the "
+                "lock it takes and whether it rewrites or scans (the policy knowledge base the linter uses), "
+                "and how long a blocking statement would hold its lock, estimated from a read rate measured on "
+                "this server (a timed sequential read of a sample of the table). Runs nothing, locks nothing.",
+    exit_codes={**COMMON_EXIT_CODES,
+                6: "--max-lock-seconds: a statement would hold a blocking lock longer than that (estimated), "
+                   "or for a time that cannot be estimated (unknown table, a revision unreadable offline)"},
+))
 
 
 # -- online data migrations (migrations_policy.data) ----------------------------
@@ -430,8 +457,9 @@ DBSYNC_COMMANDS.append(CommandSpec(
 # -- lint (migrations-policy lint, dbsync lint) ----------------------------------
 LINT_FORMATS = ("text", "json", "github", "sarif", "junit")
 LINT_EXIT_CODES = {0: "no error findings (warnings allowed)", 1: "at least one error finding",
-                   2: "usage error (a --replay database that is not empty included), or an input that cannot be "
-                      "read, loaded or replayed (reported as MP000)",
+                   2: "usage or settings error (one line: a baseline that is no revision, a bad glob, an unknown "
+                      "rule code, a lint_plugins module that cannot be imported; a --replay database that is not "
+                      "empty), or an input that cannot be read, loaded or replayed (reported as MP000)",
                    3: "internal error of the linter (a bug: one line on stderr; --debug prints the traceback)"}
 
 
@@ -457,12 +485,19 @@ def _configure_lint(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ignore", action="append", metavar="CODES", help="do not report these codes or prefixes")
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings (3 stays 3)")
     parser.add_argument("--statistics", action="store_true", help="print the number of findings per code instead")
+    _add_include_baseline(parser)
+
+
+def _add_include_baseline(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--include-baseline", action="store_true",
+                        help="also check the revisions at or before the 'baseline' setting (skipped by default)")
 
 
 def _configure_dbsync_lint(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--phase", choices=PHASES, help="phase of every script (default: each script's branch)")
     parser.add_argument("--dialect", action="append", choices=DIALECTS, dest="dialects",
                         help="dialect to check against (repeatable; default: the 'dialects' setting)")
+    _add_include_baseline(parser)
 
 
 _LINT_DESCRIPTION = ("Check migration scripts against the expand/contract policy, per dialect, without a database. "
@@ -475,7 +510,7 @@ DEVELOPER_COMMANDS.append(CommandSpec(
     lambda args: lint_command.lint(args.paths, phase=args.phase, dialects=args.dialects, config_file=args.config,
                                    url=args.url, debug=args.debug, select=args.select, ignore=args.ignore,
                                    exit_zero=args.exit_zero, statistics=args.statistics, replay=args.replay,
-                                   scratch_server=args.scratch_server),
+                                   scratch_server=args.scratch_server, include_baseline=args.include_baseline),
     description=_LINT_DESCRIPTION,
     exit_codes=LINT_EXIT_CODES,
 ))
@@ -483,7 +518,8 @@ DBSYNC_COMMANDS.append(CommandSpec(
     "lint",
     "lint the project's version scripts (no database needed)",
     _configure_dbsync_lint,
-    lambda args: lint_command.lint([], phase=args.phase, dialects=args.dialects, project=_project(args)),
+    lambda args: lint_command.lint([], phase=args.phase, dialects=args.dialects, project=_project(args),
+                                   include_baseline=args.include_baseline),
     description=_LINT_DESCRIPTION + " Lints every script of the alembic ini's version locations.",
     exit_codes=LINT_EXIT_CODES,
 ))

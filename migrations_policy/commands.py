@@ -116,6 +116,7 @@ class StatusResult(Result):
                                     "state": m.state} for m in state.data_migrations]
         data["contract_allowed"] = state.contract_allowed
         data["partly_applied"] = [p.to_dict() for p in state.partly_applied]
+        data["sync_triggers_left"] = state.sync_triggers_left
         data["gate"] = state.verdict.to_dict()
         if state.object_versions is not None:
             data["object_versions"] = state.object_versions.to_dict()
@@ -138,10 +139,12 @@ class StatusResult(Result):
         if state.verdict.defects:
             lines.append("cannot be applied as they stand (fix the scripts):")
             lines.extend(f"  {defect}" for defect in state.verdict.defects)
+        lines.extend(state.sync_triggers_left)
         if state.branches[CONTRACT].pending:
             lines.append("contract: " + ("allowed" if state.contract_allowed else "refused by the gate"))
             lines.extend(f"  {p.describe()}" for p in state.verdict.pending)
             lines.extend(f"  {c} needs expand revision {e} applied first" for c, e in state.verdict.missing_expand)
+            lines.extend(f"  {v.describe()}" for v in state.verdict.violations)
         if state.object_versions is not None and not state.object_versions.ok:
             lines.append("object versions: " + "; ".join(state.object_versions.problems()))
         return "\n".join(lines)
@@ -157,14 +160,25 @@ def status(project: Project, exact: bool = False) -> StatusResult:
 
 @dataclass
 class CheckResult(StatusResult):
+    def meaning(self) -> str:
+        if self.exit_code == CHECK_CANNOT_APPLY and self.state.sync_triggers_left and not (
+                self.state.verdict.defects or self.state.reverting):
+            return CHECK_TRIGGERS_LEFT
+        if self.exit_code == CHECK_DATA_PENDING and self.state.verdict.violations and not self.state.data_pending:
+            return CHECK_DATA_VIOLATES
+        return CHECK_MEANINGS[self.exit_code]
+
     def to_dict(self) -> dict[str, Any]:
-        return {"exit_code": self.exit_code, "meaning": CHECK_MEANINGS[self.exit_code], **super().to_dict()}
+        return {"exit_code": self.exit_code, "meaning": self.meaning(), **super().to_dict()}
 
     def text(self) -> str:
         partly = [p.describe() for p in self.state.partly_applied]
         if self.exit_code == CHECK_CANNOT_APPLY:
-            return "\n".join(["; ".join([CHECK_MEANINGS[self.exit_code], *self.state.verdict.defects]), *partly])
-        return "\n".join([CHECK_MEANINGS[self.exit_code], *partly])
+            return "\n".join(["; ".join([self.meaning(), *self.state.verdict.defects]),
+                              *self.state.sync_triggers_left, *partly])
+        violations = [v.describe() for v in self.state.verdict.violations] if self.exit_code == CHECK_DATA_PENDING \
+            else []
+        return "\n".join([self.meaning(), *violations, *partly])
 
 
 CHECK_MEANINGS = {
@@ -174,6 +188,11 @@ CHECK_MEANINGS = {
     CHECK_CONTRACT_ALLOWED: "contract pending and allowed: run dbsync upgrade --contract",
     CHECK_CANNOT_APPLY: "a pending revision cannot be applied as it stands",
 }
+#: Exit code 2 when only sync triggers left behind make it (no pending revision is at fault).
+CHECK_TRIGGERS_LEFT = "sync triggers left behind: remove them (each is named below)"
+#: Exit code 4 when only existing rows stop the contract (no data migration has rows left).
+CHECK_DATA_VIOLATES = ("contract refused: existing rows violate (or cannot be checked against) a constraint it "
+                       "adds: fix or delete them")
 
 
 def check(project: Project) -> CheckResult:
@@ -411,6 +430,15 @@ def prune(project: Project, **options: Any) -> PruneResult:
     return PruneResult(exit_code=report.exit_code, report=report, kept=kept)
 
 
+# -- plan: migrations_policy.plan ----------------------------------------------------------
+def plan(project: Project, max_lock_seconds: float | None = None) -> Result:
+    """``dbsync plan``: per pending revision and statement, the table's live size, the lock, rewrite or
+    scan, and the estimated time the lock is held (``plan/``); exit 6 over *max_lock_seconds*."""
+    from .plan import plan as run
+
+    return run(project, max_lock_seconds=max_lock_seconds)
+
+
 # -- authoring (init, check-models, revision): migrations_policy.authoring.commands
 def init(directory: str, **options: Any) -> Result:
     """``migrations-policy init DIR``: an alembic environment in the expand/contract layout."""
@@ -443,4 +471,4 @@ def revision(project: Project, message: str, rev_id: str | None = None) -> Resul
 # -- lint: migrations_policy.lint.command (no alembic import on the lint path) ----------------
 from .lint.command import LintResult, lint  # noqa: E402  (re-exported)
 
-__all__ = ["lint", "LintResult", "init", "adopt", "check_models", "revision", "Result", "version", "status", "upgrade", "stamp", "online_data_migrations", "EXPAND", "CONTRACT"]
+__all__ = ["lint", "LintResult", "init", "adopt", "check_models", "revision", "Result", "version", "status", "upgrade", "stamp", "online_data_migrations", "plan", "EXPAND", "CONTRACT"]

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import configparser
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from .errors import ConfigError
+from .globs import compile_glob
 
 SECTION = "migrations_policy"
 DIALECTS = ("postgresql", "mysql", "sqlite")
@@ -48,6 +50,48 @@ def _as_float(value: Any) -> float:
 
 def _as_str(value: Any) -> str:
     return str(value).strip()
+
+
+def _as_globs(value: Any) -> list[str]:
+    globs = _as_list(value)
+    for pattern in globs:
+        compile_glob(pattern)  # ValueError: one line naming the pattern
+    return globs
+
+
+_CODE = re.compile(r"MP\d{0,3}")
+
+
+def _as_codes(value: Any, where: str) -> list[str]:
+    codes = [code.upper() for code in _as_list(value)]
+    for code in codes:
+        if not _CODE.fullmatch(code):
+            raise ValueError(f"{where}: {code!r} is not a rule code or prefix (MPnnn)")
+    if not codes:
+        raise ValueError(f"{where}: no rule code")
+    return codes
+
+
+def _as_per_file_ignores(value: Any) -> dict[str, list[str]]:
+    """``GLOB: CODE, CODE`` entries (ini: one per line; several on one line when each glob ends with ``:``),
+    or a TOML table ``{GLOB = [CODE, ...]}`` → {glob: [codes]}."""
+    if isinstance(value, Mapping):
+        entries = [(str(glob), codes) for glob, codes in value.items()]
+    else:
+        entries = []
+        for token in str(value).replace("\n", ",").split(","):
+            glob, colon, codes = token.rpartition(":")
+            if colon and glob.strip():
+                entries.append((glob.strip(), [codes]))
+            elif token.strip():
+                if not entries:
+                    raise ValueError(f"expected GLOB: CODE[, CODE...], got {token.strip()!r}")
+                entries[-1][1].append(token)
+    result: dict[str, list[str]] = {}
+    for glob, codes in entries:
+        compile_glob(glob)
+        result.setdefault(glob, []).extend(_as_codes(codes, glob))
+    return result
 
 
 def _as_severity_map(value: Any) -> dict[str, str]:
@@ -104,6 +148,16 @@ class Settings:
     #: long (up to 10x ``batch_size``).  0: every batch has ``batch_size`` rows.  The default
     #: keeps row locks short whatever the table and the load (benchmarks/load.py, backfill.py).
     batch_seconds: float = 0.05
+    #: Revisions at adoption (``init --adopt`` writes them): they and their ancestors are linted only on request.
+    baseline: list[str] = field(default_factory=list)
+    #: Path globs the linter skips (relative to the current directory; ``**`` spans directories).
+    exclude: list[str] = field(default_factory=list)
+    #: ``GLOB: CODE, CODE`` per line: rule codes (or prefixes such as ``MP1``) not reported for matching paths.
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    #: Modules the linter imports before the scripts run, to register the project's custom operations.
+    lint_plugins: list[str] = field(default_factory=list)
+    #: MiB of memory one script may allocate while it is linted (0: no limit; MP000 beyond it).
+    lint_memory_limit: int = 1024
 
     def update(self, values: Mapping[str, Any], source: str) -> None:
         """Apply *values* (raw strings or TOML values) read from *source*."""
@@ -120,7 +174,12 @@ class Settings:
             if key == "severity":
                 value = {**self.severity, **value}
             setattr(self, key, value)
+            self.__dict__.setdefault("_sources", {})[key] = source
         self._validate(source)
+
+    def source_of(self, key: str) -> str:
+        """The file that set *key* last ("default" when none did): for one-line errors found later."""
+        return self.__dict__.get("_sources", {}).get(key, "default")
 
     def _validate(self, source: str) -> None:
         bad = [d for d in self.dialects if d not in DIALECTS]
@@ -129,6 +188,8 @@ class Settings:
         _check_lock_settings(self.lock_timeout, self.lock_retries, source)
         if self.batch_size <= 0 or self.batch_seconds < 0:
             raise ConfigError(f"{source}: batch_size must be positive, batch_seconds >= 0")
+        if self.lint_memory_limit < 0:
+            raise ConfigError(f"{source}: lint_memory_limit must be 0 (no limit) or MiB > 0")
 
 
 #: ``lock_timeout`` bounds (seconds).  PostgreSQL counts it in whole milliseconds and reads
@@ -228,6 +289,11 @@ _PARSERS: Mapping[str, Callable[[Any], Any]] = {
     "lock_retries": _as_int,
     "batch_size": _as_int,
     "batch_seconds": _as_float,
+    "baseline": _as_list,
+    "exclude": _as_globs,
+    "per_file_ignores": _as_per_file_ignores,
+    "lint_plugins": _as_list,
+    "lint_memory_limit": _as_int,
 }
 
 

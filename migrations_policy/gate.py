@@ -24,15 +24,21 @@ it too.  It refuses, before any DDL, when
   (``policy.phases.revision_phase_disagreement``: the linter reports the same);
 * a revision's requirements cannot be known before it runs (an
   ``op.require_data_migrations(...)`` argument that is not a literal or a
-  module-level expression).
+  module-level expression);
+* existing rows violate a UNIQUE, FOREIGN KEY, NOT NULL or CHECK constraint a
+  revision adds (``preconditions``: read from the operations its ``upgrade()``
+  invokes offline, counted live, with sample keys; what an ``upgrade()``
+  that stops early offline would add after the stop is not checked).
 
 The operation ``op.require_data_migrations`` also checks again when it runs:
 the check before the run never switches that off.
 
 ``--force`` (``dbsync upgrade --contract --force``, ``dbsync stamp --force``, or
 ``alembic -x migrations_policy_force=REASON ...``) lets pending data and missing
-expands through, never a phase conflict or unknown requirements, and every
-override is kept in ``migrations_policy_gate_overrides``.
+expands through, never a phase
+conflict, unknown requirements or rows violating a constraint (its DDL would
+fail half-way anyway), and every override is kept in
+``migrations_policy_gate_overrides``.
 """
 
 from __future__ import annotations
@@ -62,6 +68,10 @@ NOT_CHECKED = "not checked"
 
 #: Exit code of dbsync when the gate refuses.
 EXIT_REFUSED = 4
+
+VIOLATIONS_ADVICE = ("Existing rows violate a constraint the contract adds: fix or delete them (an online data "
+                     "migration is the place), then rerun. --force does not override this: the constraint's DDL "
+                     "would fail half-way, or on SQLite/non-strict MariaDB keep or coerce the rows.")
 
 
 @dataclass
@@ -96,14 +106,18 @@ class GateVerdict:
     unjudged: list[str] = field(default_factory=list)
     #: Every data migration the judged revisions require: {name: [requiring revisions]}.
     required: dict[str, list[str]] = field(default_factory=dict)
+    #: Constraints the revisions add that existing rows violate (``preconditions.Violation``).
+    violations: list[Any] = field(default_factory=list)
 
     @property
     def allowed(self) -> bool:
-        return not (self.pending or self.missing_expand or self.defects or self.unjudged)
+        return not (self.pending or self.missing_expand or self.defects or self.unjudged or self.violations)
 
     @property
     def forceable(self) -> bool:
-        return not self.defects
+        """``--force`` never overrides a defect, nor rows that violate a constraint the revision
+        adds: its DDL would fail half-way (or, on SQLite and non-strict MariaDB, keep or coerce them)."""
+        return not (self.defects or self.violations)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -114,6 +128,7 @@ class GateVerdict:
             "missing_expand": [{"revision": c, "needs": e} for c, e in self.missing_expand],
             "defects": self.defects,
             "unjudged": self.unjudged,
+            "violations": [v.to_dict() for v in self.violations],
         }
 
     def summary(self) -> str:
@@ -124,6 +139,8 @@ class GateVerdict:
             parts.append(f"{len(self.pending)} data migration(s) not complete")
         if self.missing_expand:
             parts.append(f"{len(self.missing_expand)} expand revision(s) missing")
+        if self.violations:
+            parts.append(f"{len(self.violations)} constraint(s) it adds violated by existing rows")
         return "; ".join(parts)
 
 
@@ -139,8 +156,11 @@ class GateRefused(CommandError):
         lines += [f"  - {p.describe()}" for p in verdict.pending]
         lines += [f"  - {c} needs expand revision {e}, which is not applied: run the expand phase first"
                   for c, e in verdict.missing_expand]
+        lines += [f"  - {v.describe()}" for v in verdict.violations]
         if verdict.pending or verdict.missing_expand:
             lines.append(how_to_finish)
+        if verdict.violations:
+            lines.append(VIOLATIONS_ADVICE)
         super().__init__("\n".join(lines))
 
 
@@ -293,6 +313,37 @@ def dropped_under_sync_triggers(rev: Script, dialect_name: str, triggers: list[A
             and (t.table in tables or (t.table, t.old) in columns or (t.table, t.new) in columns)]
 
 
+def sync_triggers_left_behind(connection: Connection, pending: Iterable[Script]) -> list[str]:
+    """Installed sync triggers that no *pending* revision removes (``op.drop_sync_trigger``): left
+    behind after their contract, worse when stale (a column they keep in step is gone, so every
+    write to the table fails).  One line per pair of columns, for ``dbsync check`` and ``status``.
+    One that a pending revision removes is expected (the rolling window), stale or not."""
+    from .offline_run import dropping_operations
+    from .sync_triggers import DropSyncTriggerOp, stale_sync_triggers, sync_trigger_name, sync_triggers
+
+    live = sync_triggers(connection)
+    if not live:
+        return []
+    stale = {(t.table, t.old, t.new) for t in stale_sync_triggers(connection, live)}
+    released = set()
+    for rev in pending:
+        recorded, _ = dropping_operations(rev.module.upgrade, connection.dialect.name)
+        released.update((o.pair.table, o.pair.old, o.pair.new) for o in recorded if isinstance(o, DropSyncTriggerOp))
+    lines = []
+    for table, old, new in dict.fromkeys((t.table, t.old, t.new) for t in live):
+        drop = f"op.drop_sync_trigger({table!r}, old={old!r}, new={new!r})"
+        name = sync_trigger_name(table, old, new)
+        if (table, old, new) in released:
+            continue
+        if (table, old, new) in stale:
+            lines.append(f"sync trigger {name} keeps {table}.{old} and {table}.{new} in step, but the table or a "
+                         f"column is gone: every write to {table} fails; remove it ({drop} in a revision)")
+        else:
+            lines.append(f"sync trigger {name} ({table}.{old} <-> {table}.{new}) is left behind: no pending "
+                         f"revision removes it, and every write to {table} still runs it; remove it ({drop})")
+    return lines
+
+
 def phase_defect(rev: Script, requirements: Requirements) -> str | None:
     """Why *rev*'s branch, directory and content disagree, as one line naming its file, or None."""
     why = revision_phase_disagreement(phase_of(rev), rev.path, requirements.declared)
@@ -316,6 +367,7 @@ def evaluate(connection: Connection, script: ScriptDirectory, revisions: list[Sc
     caller (``status``/``check``), so that no table is probed twice.  *exact*: count the rows
     of an unfinished migration instead of estimating them (for a ``--force`` record)."""
     verdict = GateVerdict()
+    checked: list[Any] = []  # preconditions of the gated revisions that run (a stamp runs no DDL)
     applied = applied_revisions(script, current)
     fresh = not applied and schema_is_empty(connection, version_table)
     required = verdict.required
@@ -350,6 +402,8 @@ def evaluate(connection: Connection, script: ScriptDirectory, revisions: list[Sc
             triggers = sync_triggers(connection)
         if triggers and not stamping:  # a stamp drops nothing
             verdict.defects.extend(dropped_under_sync_triggers(rev, connection.dialect.name, triggers))
+        if not stamping:
+            checked.extend(_preconditions(rev, connection))
         for parent in () if stamping else parents(script, rev):
             if phase_of(parent) == EXPAND and parent.revision not in applied:
                 verdict.missing_expand.append((rev.revision, parent.revision))
@@ -357,7 +411,21 @@ def evaluate(connection: Connection, script: ScriptDirectory, revisions: list[Sc
             required.setdefault(name, []).append(rev.revision)
     verdict.pending = unfinished(connection, registry, required, known, exact)
     verdict.pending += _undeclared_readers(connection, registry, droppers, required, known)
+    if checked:
+        from .preconditions import violations
+
+        verdict.violations = violations(connection, checked)
     return verdict
+
+
+def _preconditions(rev: Script, connection: Connection) -> list[Any]:
+    """The constraints *rev* adds (``preconditions``), as far as its upgrade() runs offline.  One
+    that stops early (it reads the database: ``op.get_bind()``) is not refused for that, as the
+    drop guard does not refuse it (lint's MP001 flags it): a constraint after the stop is not
+    checked beforehand, and its own DDL still fails on bad rows (PostgreSQL, strict MariaDB)."""
+    from .preconditions import preconditions_of
+
+    return preconditions_of(rev, connection)[0]
 
 
 def drops_of(rev: Script, dialect_name: str) -> list[Destroyed]:

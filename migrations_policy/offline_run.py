@@ -24,14 +24,19 @@ def first_line(exc: BaseException) -> str:
 
 
 def record_operations(fn: Callable[[], Any], dialect: Any,
-                      on_statement: Callable[[Any], None] | None = None) -> tuple[list[Any], str | None]:
+                      on_statement: Callable[[Any], None] | None = None,
+                      flush_batches: bool = True) -> tuple[list[Any], str | None]:
     """Call *fn* (a revision's ``upgrade`` or ``downgrade``) against an offline context for
     *dialect* (a name or a SQLAlchemy dialect); return the operations it invoked and why it
     stopped early (None: it ran to the end).  *on_statement* receives each statement construct
-    instead of its rendering (the journal counts a revision's statements so)."""
+    instead of its rendering (the journal counts a revision's statements so).  Without
+    *flush_batches* a ``batch_alter_table`` block only records its operations (SQLite's
+    rebuild would need a live database to reflect the table; a reader of the operations
+    needs no SQL)."""
     from alembic import op as op_module
     from alembic.operations import Operations
     from alembic.operations.base import AbstractOperations
+    from alembic.operations.batch import BatchOperationsImpl
     from alembic.runtime.migration import MigrationContext
 
     opts = {"as_sql": True, "output_buffer": io.StringIO(), "literal_binds": on_statement is None}
@@ -48,7 +53,10 @@ def record_operations(fn: Callable[[], Any], dialect: Any,
 
     previous = getattr(op_module, "_proxy", None)
     operations = Operations(context)
+    original_flush = BatchOperationsImpl.flush
     AbstractOperations.invoke = invoke  # type: ignore[method-assign]
+    if not flush_batches:
+        BatchOperationsImpl.flush = lambda self: None  # type: ignore[method-assign]
     operations._install_proxy()
     try:
         fn()
@@ -56,6 +64,7 @@ def record_operations(fn: Callable[[], Any], dialect: Any,
         return recorded, f"{type(exc).__name__}: {first_line(exc)}"
     finally:
         AbstractOperations.invoke = original_invoke  # type: ignore[method-assign]
+        BatchOperationsImpl.flush = original_flush  # type: ignore[method-assign]
         operations._remove_proxy()
         if previous is not None:
             previous._install_proxy()

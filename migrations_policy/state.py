@@ -21,7 +21,8 @@ from .revisions import CONTRACT, EXPAND, BranchStatus, branch_statuses, current_
 # ``dbsync check`` exit codes (glance's convention, plus 2 for errors).
 CHECK_NOTHING_TO_DO, CHECK_EXPAND_PENDING, CHECK_DATA_PENDING, CHECK_CONTRACT_ALLOWED = 0, 3, 4, 5
 #: A pending revision cannot be applied as it stands (its phase is ambiguous, or its requirements
-#: cannot be known before it runs): the project must fix the script.
+#: cannot be known before it runs): the project must fix the script.  Also: a sync trigger is
+#: left behind after its contract (``gate.sync_triggers_left_behind``).
 CHECK_CANNOT_APPLY = 2
 
 
@@ -33,17 +34,24 @@ class UpgradeState:
     verdict: gate.GateVerdict = field(default_factory=gate.GateVerdict)
     object_versions: Any = None  # data.versions.ObjectVersionReport, when expand is pending
     partly_applied: list[journal.PartlyApplied] = field(default_factory=list)  # interrupted revisions
+    #: Sync triggers no pending revision removes, or whose columns are gone (one line each).
+    sync_triggers_left: list[str] = field(default_factory=list)
 
     @property
     def data_pending(self) -> list[Any]:
         return [m for m in self.data_migrations if m.remaining]
 
     @property
+    def reverting(self) -> bool:
+        """A revision is partly reverted (an interrupted rollback)."""
+        return any(p.direction == journal.DOWNGRADE for p in self.partly_applied)
+
+    @property
     def contract_allowed(self) -> bool:
         return self.verdict.allowed
 
     def check_code(self) -> int:
-        if self.verdict.defects or any(p.direction == journal.DOWNGRADE for p in self.partly_applied):
+        if self.verdict.defects or self.reverting or self.sync_triggers_left:
             return CHECK_CANNOT_APPLY  # a partly reverted revision: upgrades are refused until the rollback ends
         if self.branches[EXPAND].pending:
             return CHECK_EXPAND_PENDING
@@ -85,6 +93,7 @@ def assess(project: Project, connection: Connection, exact: bool = False, decisi
     state.partly_applied = journal.partly_applied(connection, script)
     pending = [script.get_revision(r) for name in (EXPAND, CONTRACT) for r in state.branches[name].pending]
     state.verdict = gate.evaluate(connection, script, pending, heads, registry, known=state.data_migrations)
+    state.sync_triggers_left = gate.sync_triggers_left_behind(connection, pending)
     state.object_versions = object_versions_before_expand(project, connection, expand_pending)
     if connection.in_transaction():
         connection.rollback()  # reads only

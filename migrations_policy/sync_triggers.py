@@ -261,13 +261,13 @@ def sync_triggers(connection: Connection) -> list[FoundSyncTrigger]:
     return found
 
 
-def stale_sync_triggers(connection: Connection) -> list[FoundSyncTrigger]:
-    """Sync triggers whose table or columns are gone: every write to that table now fails.
-
-    For ``dbsync check`` / the gate after contract, and for the linter's live mode."""
+def stale_sync_triggers(connection: Connection, live: list[FoundSyncTrigger] | None = None
+                        ) -> list[FoundSyncTrigger]:
+    """Sync triggers (of *live*, default: all installed) whose table or columns are gone: every
+    write to that table now fails.  For ``dbsync check`` / ``status`` (``gate.sync_triggers_left_behind``)."""
     inspector = sa.inspect(connection)
     stale = []
-    for found in sync_triggers(connection):
+    for found in sync_triggers(connection) if live is None else live:
         columns = {c["name"] for c in inspector.get_columns(found.table)} if inspector.has_table(found.table) else set()
         if not {found.old, found.new} <= columns:
             stale.append(found)

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import shutil
 import sys
+import threading
+import time
 from pathlib import Path
+
+import sqlalchemy as sa
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "inventory"
@@ -50,3 +54,34 @@ def write_data_project(directory: Path, module: str, source: str) -> Path:
         data_migrations = {module}
         """))
     return directory
+
+
+def hold_lock(engine: sa.Engine, *statements: str, release: threading.Event | None = None,
+              seconds: float | None = None, isolation_level: str | None = None,
+              results: list | None = None) -> threading.Thread:
+    """An application transaction on its own thread: it runs *statements* (keeping the locks they
+    take) and holds them until *release* is set or *seconds* have passed, then rolls back.
+    Returns once the locks are held; each statement's scalar result goes to *results*."""
+    ready = threading.Event()
+
+    def hold():
+        connection = engine.connect()
+        if isolation_level:
+            connection = connection.execution_options(isolation_level=isolation_level)
+        with connection as conn:
+            for statement in statements:
+                result = conn.execute(sa.text(statement))
+                value = result.scalar() if result.returns_rows else None
+                if results is not None:
+                    results.append(value)
+            ready.set()
+            if release is not None:
+                release.wait(60)
+            else:
+                time.sleep(seconds or 0)
+            conn.rollback()
+
+    thread = threading.Thread(target=hold, daemon=True)
+    thread.start()
+    assert ready.wait(10)
+    return thread

@@ -30,6 +30,15 @@ def phase(operation: m.Operation) -> str:
     return policy.phase_of(operation)
 
 
+def in_place_everywhere(operation: m.Operation, dialects: tuple[str, ...] | list[str],
+                        context: m.Context | None = None) -> bool:
+    """The knowledge base says *operation* rewrites nothing on each of *dialects* (a varchar
+    widening: ``m.WIDEN_VARCHAR``).  SQLite does not count: it changes a column only by
+    rebuilding the table, which any route there does (it never enforces the length anyway)."""
+    return all(policy.classify(operation, dialect, context).effect.safe
+               for dialect in dialects if dialect != "sqlite")
+
+
 def single_aspects(op: ops.AlterColumnOp) -> list[ops.AlterColumnOp]:
     """Split an AlterColumnOp that changes several things into one op per change."""
     common = dict(schema=op.schema, existing_type=op.existing_type, existing_nullable=op.existing_nullable,

@@ -177,6 +177,10 @@ def adopt(config_file: str = "alembic.ini", *, template: str = DEFAULT_TEMPLATE)
     notes = [f"updated version_locations in {config_file}",
              f"both branches start at {head or 'base'}; run `alembic upgrade heads` (or dbsync upgrade) to apply "
              "the two roots"]
+    if head is not None:
+        settings_file = _write_baseline(Path(config_file).resolve().parent, head)
+        notes.append(f"wrote baseline = {head} in {settings_file}: the linter skips it and its ancestors "
+                     "(--include-baseline checks them)")
     env_py = Path(script.dir) / "env.py"
     if env_py.is_file() and "configure_options" not in env_py.read_text(encoding="utf-8"):
         notes.append(f"edit {env_py}: pass **migrations_policy.environment.configure_options(context) to every "
@@ -184,6 +188,36 @@ def adopt(config_file: str = "alembic.ini", *, template: str = DEFAULT_TEMPLATE)
     notes.append("copy the expand_contract template's script.py.mako to get requires_data_migrations "
                  "rendered next to depends_on (optional)")
     return InitResult(directory=script.dir, config_file=config_file, created=created, notes=notes)
+
+
+def _write_baseline(directory: Path, head: str) -> Path:
+    """``baseline = HEAD`` in the project's settings in *directory*: ``[tool.migrations_policy]`` of its
+    pyproject.toml if there is one, else ``[migrations_policy]`` of its setup.cfg (created when absent; the
+    section is added at the end when absent), the rest kept as it is.  Not the alembic ini: a
+    ``[migrations_policy]`` section there makes plain alembic refuse to run until env.py is wired
+    (``failsafe``), which adopting does not do yet.  Both ``migrations-policy lint`` (in the project's
+    directory) and ``dbsync lint`` read these files."""
+    config_file = directory / "pyproject.toml"
+    if not config_file.is_file():
+        config_file = directory / "setup.cfg"
+        if not config_file.exists():
+            config_file.write_text("", encoding="utf-8")
+    toml = config_file.suffix == ".toml"
+    section = "tool.migrations_policy" if toml else "migrations_policy"
+    line = f'baseline = ["{head}"]' if toml else f"baseline = {head}"
+    lines = config_file.read_text(encoding="utf-8").splitlines()
+    start = next((i for i, text in enumerate(lines) if text.strip() == f"[{section}]"), None)
+    if start is None:
+        lines += ["", f"[{section}]", line]
+    else:
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("[")), len(lines))
+        found = next((i for i in range(start + 1, end) if re.match(r"^\s*baseline\s*[=:]", lines[i])), None)
+        if found is None:
+            lines.insert(start + 1, line)
+        else:
+            lines[found] = line
+    config_file.write_text("\n".join(lines).lstrip("\n") + "\n", encoding="utf-8")
+    return config_file
 
 
 def _here_relative(locations: list[Path], here: Path) -> list[str]:

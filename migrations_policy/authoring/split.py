@@ -11,6 +11,8 @@ Each op autogenerate found is described to the knowledge base
   defaults, comments, dropping NOT NULL;
 * contract: drops, SET NOT NULL (on PostgreSQL through a validated ``CHECK``,
   see ``render.SetNotNull``), other constraints on existing tables;
+* a ``VARCHAR`` widening that no configured dialect copies the table for
+  (``classify.in_place_everywhere``): one ``alter_column`` in expand;
 * multi-step (type change, rename): expand adds the new column and sync triggers
   (``sync_triggers``: each release's writes reach the other's column), a data
   migration copies the rows written before, contract drops the triggers and then
@@ -77,8 +79,11 @@ class _TableWork:
 class Planner:
     """Sorts the ops of one autogenerate run into a ``Plan``."""
 
-    def __init__(self, metadata: Any = None):
+    def __init__(self, metadata: Any = None, dialects: tuple[str, ...] = ("postgresql", "mysql"),
+                 context: m.Context | None = None):
         self.plan = Plan()
+        #: The configured dialects (``dialects`` setting): a widening is one ALTER only if none rewrites.
+        self.dialects, self.context = tuple(dialects), context
         self.new_tables: set[str] = set()
         self.metadata = metadata
         #: Changes the split will not write, one line each (``process_revision_directives`` refuses).
@@ -185,6 +190,14 @@ class Planner:
         operation = classify.describe(op)
         if operation.kind == m.SET_NOT_NULL:
             self._set_not_null(op, work)
+        elif operation.kind == m.WIDEN_VARCHAR and not classify.in_place_everywhere(operation, self.dialects,
+                                                                                    self.context):
+            self._replace_column(op, work)  # a copy on some dialect: the three-step route
+        elif operation.kind == m.WIDEN_VARCHAR:
+            self.plan.expand.append(Note(f"{op.table_name}.{op.column_name} widens to {op.modify_type!r}: "
+                                         "metadata only on every configured\ndialect (PostgreSQL: catalog only; "
+                                         "MariaDB/MySQL: INPLACE), so one ALTER in expand."))
+            self.plan.expand.append(render.OnlineAlter(op))
         elif classify.phase(operation) == m.MULTI_STEP:
             self._replace_column(op, work)
         elif classify.phase(operation) in (m.EXPAND, m.ANY):
@@ -239,6 +252,8 @@ class Planner:
         else:
             new_name, new_type, what = f"{old}_new", op.modify_type, "changes type"
         name = stubs.migration_name(table, new_name, "from", old)
+        required = not model.nullable if model is not None else op.existing_nullable is False
+        not_null = f", and makes {new_name!r} NOT NULL" if required else ""
         narrowed = _narrowed_length(op.existing_type, new_type)
         if narrowed is not None:
             self.plan.expand.append(Note(
@@ -250,10 +265,12 @@ class Planner:
             f"{new_name!r} ({new_type!r}) and sync triggers: what the previous release writes to\n"
             f"{old!r} reaches {new_name!r}, and what this release writes to {new_name!r} reaches\n"
             f"{old!r} (give up=/down= expressions if a plain copy is not the conversion).  So\n"
-            f"this release may map {new_name!r} only.  FILL IN: map it in your model (rename\n"
-            f"{new_name!r} here, in the triggers and in the data migration if you prefer another\n"
-            f"name), and review the {name!r} data migration, which copies the rows written\n"
-            f"before the triggers existed.  Contract drops the triggers, then {old!r}."))
+            f"this release may map {new_name!r} only.  FILL IN: map it in your model under the\n"
+            f"same attribute (mapped_column({new_name!r}, ...) or sa.Column({new_name!r}, ...,\n"
+            f"key={old!r})), or rename {new_name!r} here, in the triggers and in the data migration;\n"
+            f"review the {name!r} data migration, which copies the rows written before the\n"
+            f"triggers existed.  Contract drops the triggers, then {old!r}{not_null}.  The column\n"
+            f"stays {new_name!r}: back to {old!r} is a rename, another expand/contract cycle."))
         self.plan.expand.append(ops.AddColumnOp(table, sa.Column(new_name, new_type, nullable=True),
                                                 schema=op.schema))
         self.plan.expand.append(CreateSyncTriggerOp(table, old, new_name) if narrowed is None
@@ -265,6 +282,11 @@ class Planner:
         old_column = sa.Column(old, op.existing_type, nullable=op.existing_nullable is not False,
                                server_default=op.existing_server_default or None)
         self._relax_before_drop(table, old_column, op.schema)
+        if required:  # the copy fills it (the gate counts any NULL left before contract runs)
+            work.set_not_null.append(render.SetNotNull(
+                ops.AlterColumnOp(table, new_name, schema=op.schema, modify_nullable=False, existing_type=new_type,
+                                  existing_nullable=True),
+                stubs.migration_name("ck", table, new_name, "not_null")[:63]))
         work.alters.append(ops.DropColumnOp.from_column_and_tablename(op.schema, table, old_column))
 
     def _guess_renames(self, table: str, added: list, dropped: list, work: _TableWork) -> None:
@@ -347,7 +369,8 @@ def process_revision_directives(context, revision, directives) -> None:
         return
     metadata = context.opts.get("target_metadata")
     _warn_about_check_constraints(context.config, metadata)
-    planner = Planner(metadata)
+    settings = _settings(context)
+    planner = Planner(metadata, tuple(settings.dialects), m.Context(postgresql_version=settings.postgresql_version))
     plan = planner.run(script.upgrade_ops)
     if planner.refusals:  # before anything is written
         raise CommandError("the expand/contract split refuses:\n  " + "\n  ".join(planner.refusals))
@@ -417,12 +440,18 @@ def _script(rev_id: str, operations: list, message: str | None, phase: str, vers
     )
 
 
-def _write_stubs(context, plan: Plan, revision: str, message: str | None) -> None:
+def _settings(context):
+    """The project's ``[migrations_policy]`` settings, read from the ini alembic runs with."""
     from ..config import load_settings
 
+    ini = Path(context.config.config_file_name) if context.config.config_file_name else None
+    return load_settings(ini.parent if ini else ".", alembic_ini=ini)
+
+
+def _write_stubs(context, plan: Plan, revision: str, message: str | None) -> None:
     config = context.config
     ini = Path(config.config_file_name) if config.config_file_name else None
-    settings = load_settings(ini.parent if ini else ".", alembic_ini=ini)
+    settings = _settings(context)
     directory, package = stubs.stub_directory(settings.data_migrations, Path(context.script.dir))
     filename = stubs.module_filename(message, revision)
     path = stubs.write_module(directory, filename, stubs.render_module(plan.stubs, revision, message or ""))

@@ -18,7 +18,9 @@ Modules: ``loader`` (safe import, time limit), ``recorder``, ``astscan``, ``head
 (revision headers, phase), ``ignores`` (inline ignores), ``options`` (what besides the
 file changes its findings), ``engine`` (one file),
 ``judge``, ``parallel``, ``cache``, ``report`` / ``reporters``, ``hook`` (alembic
-post_write_hook).
+post_write_hook), ``adoption`` (the ``baseline``, ``exclude`` and ``per_file_ignores``
+settings: which scripts are reported and which codes per file), ``plugins`` (modules
+that register the project's custom operations, imported by the worker).
 """
 
 from __future__ import annotations
@@ -29,9 +31,11 @@ from typing import Callable, Iterable
 
 from ..config import DIALECTS, Settings
 from ..errors import UsageError
+from .adoption import Selection, baseline_revisions, check_codes, select
 from .cache import Cache, cache_dir
 from .headers import PHASES, UNKNOWN, Header, PhaseResolver, read_header
 from .options import Options
+from .plugins import Plugins, plugins
 from .report import Finding, LintReport, printable
 
 __all__ = ["run", "collect", "LintReport", "Finding"]
@@ -182,6 +186,37 @@ def _sync_trigger_hits(files: list[Path], resolver: PhaseResolver) -> dict[Path,
     return found
 
 
+def _select(files: list[Path], resolver: PhaseResolver, settings: Settings, include_baseline: bool,
+            cache: Cache) -> Selection:
+    """The files this run lints (``adoption``: baseline, exclude) and the codes dropped per file."""
+    check_codes(settings.per_file_ignores, settings.source_of("per_file_ignores"))
+    baseline: set[str] = set()
+    if settings.baseline and not include_baseline:
+        def more() -> dict:  # the split layout: versions/expand and versions/contract are one history
+            extra: dict = {}
+            collect(sorted({path.parent.parent for path in files if path.parent.name in PHASES}), extra, cache.header)
+            return {header.revision: header for header in extra.values() if header and header.revision}
+
+        baseline = baseline_revisions(settings.baseline, dict(resolver.by_revision), more,
+                                      settings.source_of("baseline"))
+    return select(files, resolver.header, baseline, settings.exclude, settings.per_file_ignores)
+
+
+def _replay_all(files: list[Path], missing: list[tuple[Path, str]], resolver: PhaseResolver, options: Options,
+                replay, phase_of: Callable[[Path], str]):
+    """``replay.replay_all`` of every collected script -- those at or before the baseline and the excluded ones
+    build the schema the others run on -- answered for *missing* (the reported ones) only."""
+    from .parallel import Analysis
+    from .replay import replay_all
+
+    wanted = {path for path, _ in missing}
+    everything = [(path, phase_of(path)) for path in files if path not in wanted] + missing
+    full = replay_all(everything, resolver, options, replay)
+    offset = len(everything) - len(missing)
+    return Analysis(full.hits[offset:], {i - offset: v for i, v in full.internal.items() if i >= offset},
+                    {i - offset: v for i, v in full.modules.items() if i >= offset})
+
+
 def run(
     paths: Iterable[str | Path],
     *,
@@ -190,12 +225,14 @@ def run(
     settings: Settings | None = None,
     url: str | None = None,
     phases: dict[Path, str] | None = None,
+    include_baseline: bool = False,
     replay=None,
 ) -> LintReport:
     """Lint *paths*; *phases* may pin the phase of given files (``dbsync lint`` knows them).
 
-    *replay* (a ``scratch_db.Target``): upgrade the history from base on that database and judge what ran
-    (``lint.replay``) instead of analysing each script alone."""
+    The settings' ``baseline`` (unless *include_baseline*), ``exclude`` and ``per_file_ignores``
+    choose what is reported (``adoption``).  *replay* (a ``scratch_db.Target``): upgrade the history
+    from base on that database and judge what ran (``lint.replay``) instead of analysing each script alone."""
     settings = settings or Settings()
     if phase is not None and phase not in PHASES:
         raise UsageError(f"unknown phase {phase!r} (expected one of {', '.join(PHASES)})")
@@ -221,23 +258,27 @@ def run(
         if url_dialect not in dialects:
             raise UsageError(f"--url is a {url_dialect} database but the dialects linted are {', '.join(dialects)}")
         dialects = (url_dialect,)
-    options = Options(dialects=dialects, postgresql_version=settings.postgresql_version,
-                      timeout=getattr(settings, "lint_timeout", 10.0), url=url)
-    options_key = options.key()
     resolver = PhaseResolver(files, headers, cache.header, listings)
+    selection = _select(files, resolver, settings, include_baseline, cache)
+    options = Options(dialects=dialects, postgresql_version=settings.postgresql_version,
+                      timeout=getattr(settings, "lint_timeout", 10.0), url=url,
+                      memory_limit=settings.lint_memory_limit,
+                      plugins=plugins(settings.lint_plugins, selection.files, settings.source_of("lint_plugins"))
+                      if selection.files else Plugins())
+    options_key = options.key()
     planned = []  # (path, phase, cache key, cached [line, code, message, dialect, default severity] lists or None)
-    for path in files:
+    for path in selection.files:
         file_phase = phase or (phases or {}).get(path) or resolver.phase(path)
         digest = cache.digest(path)
         key = cache.key(digest, file_phase, options_key) if digest is not None else None
         planned.append((path, file_phase, key, cache.get(key) if key else None))
     missing = [(path, file_phase) for path, file_phase, _, hits in planned if hits is None]
-    report = LintReport(files=len(files), paths=[printable(str(path)) for path in files])  # as Finding.path
+    report = LintReport(files=len(selection.files), paths=[printable(str(path)) for path in selection.files],
+                        baseline=selection.baseline, excluded=selection.excluded)  # paths printable as Finding.path
     if missing:
         if replay is not None:
-            from .replay import replay_all
-
-            analysis = replay_all(missing, resolver, options, replay)
+            analysis = _replay_all(files, missing, resolver, options, replay,
+                                   lambda path: phase or (phases or {}).get(path) or resolver.phase(path))
         else:
             from .parallel import analyse_all
 
@@ -262,9 +303,10 @@ def run(
             hits = [disagreements[path], *hits]
         if path in sync_trigger_hits:
             hits = [*sync_trigger_hits[path], *hits]
+        dropped = selection.ignored.get(path, ())
         for line, code, message, dialect, default in hits:
             severity = default if code == "MP000" else overrides.get(code, default)
-            if severity != "off":
+            if severity != "off" and not (dropped and code != "MP000" and code.startswith(dropped)):
                 append(Finding(name, line, code, severity, message, file_phase, dialect))
     cache.save()
     return report

@@ -6,7 +6,9 @@ faster than JSON), in ``$MIGRATIONS_POLICY_CACHE_DIR`` or else
 to disable).  It holds two maps:
 
 * ``files``: absolute path -> (mtime, ctime, size, inode, sha256 of the bytes, revision
-  header).  A file whose stat matches is neither read nor hashed, so a warm run is
+  header, the stat of each module read to resolve the header).  A file whose stat (and
+  its header modules' stat: ``branch_labels = (migration.CONTRACT_BRANCH,)`` changes
+  with ``migration.py``) matches is neither read nor hashed, so a warm run is
   one ``stat`` per script.  As in git's index, an entry whose mtime or ctime is not
   older than the index file itself is "racy" (the file may have changed again within
   the same clock tick) and is re-read.
@@ -92,16 +94,18 @@ class Cache:
         name = os.path.normpath(os.path.join(self._cwd, given))  # os.path.abspath without a getcwd() per file
         entry = None
         try:
-            stat = os.stat(name)
-            stamp = [stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size, stat.st_ino]
+            stamp = self._stamp(name)
             entry = self.files.get(name)
-            if not (isinstance(entry, list) and entry[:4] == stamp and max(stamp[:2]) < self._index_mtime):
+            if not (isinstance(entry, list) and len(entry) == 7 and entry[:4] == stamp and self._fresh(stamp)
+                    and all(self._stamp(dep) == dep_stamp and self._fresh(dep_stamp) for dep, dep_stamp in entry[6])):
                 with open(name, "rb") as fh:
                     data = fh.read()
-                header = header_of_bytes(data, Path(name))
+                consulted: list[str] = []
+                header = header_of_bytes(data, Path(name), consulted)
                 entry = stamp + [hashlib.sha256(data).hexdigest(),
                                  [header.revision, list(header.down_revisions), list(header.branch_labels),
-                                  header.requires_data, header.declared]]
+                                  header.requires_data, header.declared],
+                                 [[dep, self._stamp(dep)] for dep in dict.fromkeys(consulted)]]
                 self.files.pop(name, None)
                 self.files[name] = entry
                 self.dirty = True
@@ -109,6 +113,19 @@ class Cache:
             entry = None
         self._seen[given] = entry
         return entry
+
+    @staticmethod
+    def _stamp(name: str) -> list[int] | None:
+        """[mtime, ctime, size, inode] of *name*; None when it is gone."""
+        try:
+            stat = os.stat(name)
+        except OSError:
+            return None
+        return [stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size, stat.st_ino]
+
+    def _fresh(self, stamp: list[int] | None) -> bool:
+        """Whether *stamp* is older than the index (else "racy": it may have changed within the same tick)."""
+        return stamp is not None and max(stamp[:2]) < self._index_mtime
 
     def header(self, path: Path) -> Header | None:
         """The revision header of *path* (from the index when the file is unchanged)."""

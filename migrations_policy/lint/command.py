@@ -52,7 +52,7 @@ class InternalError(PolicyError):
 def lint(paths: list[str], *, phase: str | None = None, dialects: list[str] | None = None,
          config_file: str | None = None, url: str | None = None, project: Project | None = None,
          debug: bool = False, select: list[str] | None = None, ignore: list[str] | None = None,
-         exit_zero: bool = False, statistics: bool = False, replay: bool = False,
+         exit_zero: bool = False, statistics: bool = False, include_baseline: bool = False, replay: bool = False,
          scratch_server: str | None = None) -> LintResult:
     """Lint migration scripts (files or version directories); no database needed.
 
@@ -83,7 +83,7 @@ def lint(paths: list[str], *, phase: str | None = None, dialects: list[str] | No
         target, url = Target(url=url, server=scratch_server), None
     try:
         report = linter.run(paths, phase=phase, dialects=dialects or None, settings=settings, url=url, phases=phases,
-                            replay=target)
+                            include_baseline=include_baseline, replay=target)
     except PolicyError:
         raise
     except Exception as exc:  # noqa: BLE001 - a bug of the linter: one line, the traceback on request

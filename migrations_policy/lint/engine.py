@@ -21,7 +21,7 @@ from .judge import judge_dialects, signature
 from .loader import LoadError, line_in, compile_script, load_module, needs_database, one_line, read_source, sandbox
 from .options import Options
 
-UNLOADABLE, OFFLINE, IGNORE_NO_REASON, UNUSED_IGNORE = "MP000", "MP001", "MP002", "MP003"
+UNLOADABLE, OFFLINE, IGNORE_NO_REASON, UNUSED_IGNORE, UNKNOWN_OPERATION = "MP000", "MP001", "MP002", "MP003", "MP005"
 #: A script that never mentions these runs the same on every dialect: record it once.
 _DIALECT_DEPENDENT = re.compile(r"dialect|get_bind|get_context|bind\b|engine")
 
@@ -61,6 +61,9 @@ def _record_all(module, source: str, upgrade, path: Path, options: Options, hits
             continue
         executed = None  # what ran offline, when it ran but cannot be trusted alone
         recording, exc = recorder.run_offline(upgrade, dialect, filename)
+        if isinstance(exc, MemoryError):
+            raise exc
+        _unknown_operations(recording, hits)
         if exc is not None:
             line = line_in(exc, filename)
             # After an (empty) inspection, the script's own error may come from the empty answers.
@@ -84,6 +87,8 @@ def _record_all(module, source: str, upgrade, path: Path, options: Options, hits
 
             tree = tree if tree is not None else ast.parse(source, filename)
             scan = astscan.scan(module, tree, dialect, filename)
+        except MemoryError:
+            raise
         except Exception as scan_exc:  # noqa: BLE001 - the source could not be followed either
             results[dialect] = executed or []
             outcome = "its offline run (empty database) was linted" if executed is not None else "NOT linted"
@@ -91,11 +96,22 @@ def _record_all(module, source: str, upgrade, path: Path, options: Options, hits
                             f"({one_line(scan_exc)}): {outcome}; run with --replay (or --url SCRATCH_DB)", dialect))
             continue
         results[dialect] = scan.recording.ops
+        _unknown_operations(scan.recording, hits)
         message = (f"{reason}; linted from source instead"
                    f"{f', {len(set(scan.unevaluated))} op call(s) read from literals only' if scan.unevaluated else ''}"
                    "; run with --replay (or --url SCRATCH_DB) to execute it")
         hits.append(Hit(line or 1, OFFLINE, message, dialect))
     return results
+
+
+def _unknown_operations(recording, hits: list[Hit]) -> None:
+    """``MP005`` for each call of an operation the linter does not know (once per line and operation)."""
+    for what, line in dict.fromkeys(recording.unknown):
+        message = (f"{what} is not an operation the linter knows: what it does is not checked "
+                   "(name the module that registers it in the lint_plugins setting)")
+        hit = Hit(line or 1, UNKNOWN_OPERATION, message)
+        if hit not in hits:
+            hits.append(hit)
 
 
 def _apply_rules(results: dict[str, list], phase: str, options: Options) -> list[tuple]:
@@ -183,6 +199,9 @@ def analyse(path: Path, phase: str, options: Options, source: str | None = None,
         return [Hit(exc.line, UNLOADABLE, str(exc))]
     except RecursionError:
         return [Hit(1, UNLOADABLE, "maximum recursion depth exceeded while running the script")]
+    except MemoryError as exc:
+        limit = f"the memory limit of {options.memory_limit} MiB (lint_memory_limit)" if options.memory_limit else "memory"
+        return [Hit(line_in(exc, str(path)) or 1, UNLOADABLE, f"exceeded {limit} while running the script")]
     hits = _same_on_every_dialect(hits)
     hits.extend(_merge_dialects(_apply_rules(results, phase, options), options.dialects))
     return _apply_ignores(source, sorted(hits, key=lambda h: (h.line, h.code)))

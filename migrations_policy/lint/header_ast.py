@@ -6,7 +6,9 @@ imported module would have them: several statements per line are fine, and names
 are followed through the module's own constants and through the modules it imports
 (``from glance.db import migration`` then ``migration.CONTRACT_BRANCH``).  An imported
 module is found as a file under the script's directory or one of its parents, the
-current directory or ``sys.path``, then parsed -- never executed.
+current directory or ``sys.path``, then parsed -- never executed.  The files of the
+modules consulted are appended to *consulted* when given: the header depends on them
+(the lint cache re-reads it when one changes).
 """
 
 from __future__ import annotations
@@ -81,7 +83,8 @@ def _roots(path: Path | None) -> list[Path]:
 
 
 @lru_cache(maxsize=256)
-def _load(file: str) -> _Module | None:
+def _load(file: str, stamp: tuple[int, int]) -> _Module | None:
+    """The parsed module of *file* as of *stamp* (its mtime and size: an edited file is parsed again)."""
     try:
         with open(file, encoding="utf-8", errors="replace") as fh:
             return _Module(_parse(fh.read(200_000)), Path(file))
@@ -89,7 +92,7 @@ def _load(file: str) -> _Module | None:
         return None
 
 
-def _find(dotted: str, near: Path | None) -> _Module | None:
+def _find(dotted: str, near: Path | None, consulted: list[str] | None = None) -> _Module | None:
     if dotted.startswith("\0"):  # a relative import: an absolute directory
         candidates = [Path(dotted[1:])]
     else:
@@ -97,8 +100,14 @@ def _find(dotted: str, near: Path | None) -> _Module | None:
         candidates = [root.joinpath(*parts) for root in _roots(near)]
     for base in candidates:
         for file in (base.with_suffix(".py"), base / "__init__.py"):
-            if file.is_file():
-                return _load(str(file))
+            try:
+                stat = file.stat()
+            except OSError:
+                continue
+            if not os.path.isdir(file):
+                if consulted is not None:
+                    consulted.append(os.path.abspath(file))
+                return _load(str(file), (stat.st_mtime_ns, stat.st_size))
     return None
 
 
@@ -107,8 +116,11 @@ def _join(dotted: str, name: str) -> str:
 
 
 class _Resolver:
-    def __init__(self, module: _Module, near: Path | None):
-        self.module, self.near = module, near
+    def __init__(self, module: _Module, near: Path | None, consulted: list[str] | None):
+        self.module, self.near, self.consulted = module, near, consulted
+
+    def find(self, dotted: str) -> _Module | None:
+        return _find(dotted, self.near, self.consulted)
 
     def value(self, node: ast.AST, module: _Module, depth: int = 0):
         if depth > _MAX_DEPTH:
@@ -131,16 +143,16 @@ class _Resolver:
         if isinstance(node, ast.Name):
             if node.id in module.modules:
                 dotted = module.modules[node.id]
-                return _find(dotted, self.near), dotted
+                return self.find(dotted), dotted
             if node.id in module.imported:
                 base, name = module.imported[node.id]
                 dotted = _join(base, name)
-                return _find(dotted, self.near), dotted
+                return self.find(dotted), dotted
         elif isinstance(node, ast.Attribute):
             _, outer = self.namespace(node.value, module)
             if outer is not None:
                 dotted = _join(outer, node.attr)
-                return _find(dotted, self.near), dotted
+                return self.find(dotted), dotted
         return None, None
 
     def name(self, name: str, module: _Module, depth: int):
@@ -148,16 +160,16 @@ class _Resolver:
             return self.value(module.assigned[name], module, depth + 1)
         if name in module.imported:
             base, attr = module.imported[name]
-            source = _find(base, self.near)
+            source = self.find(base)
             if source is not None and source is not module:
                 return self.name(attr, source, depth + 1)
         return _UNRESOLVED
 
 
-def header_values(text: str, path: Path | None = None) -> dict[str, object]:
+def header_values(text: str, path: Path | None = None, consulted: list[str] | None = None) -> dict[str, object]:
     """The header assignments of *text* that resolve (see the module docstring)."""
     module = _Module(_parse(text), path)
-    resolver = _Resolver(module, path)
+    resolver = _Resolver(module, path, consulted)
     found = {}
     for name in NAMES:
         if name in module.assigned:

@@ -94,7 +94,8 @@ def _requires_data(text: str) -> bool:
     return any(value.split("#")[0].strip() not in _EMPTY for value in _REQUIRES_ATTRIBUTE.findall(text))
 
 
-def read_header(text: str, path: Path | None = None) -> Header:
+def read_header(text: str, path: Path | None = None, consulted: list[str] | None = None) -> Header:
+    """The header of *text*; the files of the modules read to resolve it are appended to *consulted*."""
     values: dict[str, object] = {}
     unresolved = False
     for name, raw in _HEADER.findall(text):
@@ -108,7 +109,7 @@ def read_header(text: str, path: Path | None = None) -> Header:
     if unresolved:
         from .header_ast import header_values
 
-        values.update(header_values(text, path))
+        values.update(header_values(text, path, consulted))
     revision = values.get("revision")
     return Header(
         revision=revision if isinstance(revision, str) else None,
@@ -119,12 +120,12 @@ def read_header(text: str, path: Path | None = None) -> Header:
     )
 
 
-def header_of_bytes(data: bytes, path: Path | None = None) -> Header:
+def header_of_bytes(data: bytes, path: Path | None = None, consulted: list[str] | None = None) -> Header:
     """``read_header`` of a file's bytes, decoded as ``_read`` reads it (UTF-8, universal newlines)."""
     text = data.decode("utf-8", errors="replace")
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return read_header(text[:20000], path)
+    return read_header(text[:20000], path, consulted)
 
 
 def _read(path: Path) -> Header | None:

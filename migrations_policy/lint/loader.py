@@ -136,6 +136,8 @@ def load_module(code: types.CodeType, path: Path) -> types.ModuleType:
     sys.modules[name] = module  # dataclasses and pickling look their module up while it runs
     try:
         exec(code, module.__dict__)  # noqa: S102 - linting a migration means running its module
+    except MemoryError:
+        raise  # the engine reports the memory limit
     except BaseException as exc:  # noqa: BLE001 - any import-time failure is one line (KeyboardInterrupt too)
         raise LoadError(f"cannot import: {one_line(exc)}", line_in(exc, str(path))) from None
     finally:

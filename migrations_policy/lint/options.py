@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .plugins import Plugins
+
 
 @dataclass(frozen=True)
 class Options:
@@ -16,6 +18,10 @@ class Options:
     postgresql_version: int = 15
     timeout: float = 10.0
     url: str | None = None
+    #: MiB one script may allocate beyond what the worker holds (0: no limit).
+    memory_limit: int = 1024
+    #: Modules imported before any script runs (custom operations), configured and found through env.py.
+    plugins: Plugins = Plugins()
     _context: list = field(default_factory=list, compare=False, repr=False)
 
     @property
@@ -28,4 +34,5 @@ class Options:
         return self._context[0]
 
     def key(self) -> str:
-        return f"{','.join(self.dialects)}|pg{self.postgresql_version}|{self.timeout}|{self.url or ''}"
+        return (f"{','.join(self.dialects)}|pg{self.postgresql_version}|{self.timeout}|{self.url or ''}"
+                f"|{self.memory_limit}|{self.plugins.key()}")

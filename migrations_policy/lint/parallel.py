@@ -29,6 +29,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import ConfigError
 from .options import Options
 
 ENV = "MIGRATIONS_POLICY_LINT_JOBS"
@@ -92,9 +93,14 @@ def _run_worker(tasks: list[tuple[int, Path, str]], options: Options, workers: i
     """
     job = {"dialects": list(options.dialects), "postgresql_version": options.postgresql_version,
            "timeout": float(options.timeout), "url": options.url, "workers": workers,
+           "memory_limit": options.memory_limit,
+           "plugins": [list(options.plugins.configured), list(options.plugins.found), list(options.plugins.paths),
+                       options.plugins.source],
            "tasks": [(index, str(path), phase) for index, path, phase in tasks], **(extra or {})}
     silence = options.timeout + GRACE if options.timeout > 0 else None
     started: set[int] = set()
+    plugins = options.plugins.configured + options.plugins.found
+    importing = bool(plugins)  # until the worker says they are imported: a silence is theirs
     with tempfile.TemporaryFile() as errors:
         proc = subprocess.Popen([sys.executable, "-m", module], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=errors, env=_env(), start_new_session=True)
@@ -109,10 +115,17 @@ def _run_worker(tasks: list[tuple[int, Path, str]], options: Options, workers: i
                 frame = marshal.loads(_read_exactly(proc.stdout, FRAME.unpack(size)[0], silence) or b"")
                 if frame[0] == "start":
                     started.add(frame[1])
+                elif frame[0] == "plugin error":
+                    raise ConfigError(frame[1])
+                elif frame[0] == "plugins imported":
+                    importing = False
                 else:
                     started.discard(frame[1])
                     on_done(*frame[1:])
         except TimeoutError:
+            if importing:
+                raise ConfigError(f"{options.plugins.source or 'env.py'}: lint_plugins: importing "
+                                  f"{', '.join(plugins)} did not finish within {silence:g} s") from None
             ended = f"stopped answering for {silence:g} s"
         except (OSError, EOFError, ValueError, TypeError) as exc:  # a broken pipe or frame: the worker died
             ended = f"broke its pipe ({type(exc).__name__})"

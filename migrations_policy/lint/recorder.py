@@ -10,6 +10,14 @@ the line of the innermost frame in the script (helpers and loops included).
 ``record_online(upgrade, connection, filename)`` does the same against a real
 connection (``lint --url``): every op is recorded *and* executed, so scripts that
 reflect the live schema work; the caller rolls the transaction back.
+
+Custom operations (``Operations.register_operation``) run the implementation the
+project registered (``Operations.implementation_for``), whose own ops are recorded at
+the script's line; an op that is not registered (``op.my_op(...)`` whose module the
+linter did not import, see ``lint.plugins``) or has no implementation is noted in
+``Recording.unknown`` (``MP005``) and answers with a harmless value, so the rest of
+``upgrade()`` is still recorded.
+
 ``run_online(upgrade, ctx, filename)`` is its core for a caller that owns the
 ``MigrationContext`` and its transaction (``lint --replay``): it returns what was
 recorded up to an error together with the error.
@@ -30,7 +38,7 @@ from alembic.operations import ops as aops
 from ..policy import model as m
 from ..policy import sqlite as sqlite_policy
 from ..policy.alembic_ops import from_alembic, from_statement
-from .fakes import OFFLINE_RESULT, OfflineBind, OfflineResultError, call_upgrade  # noqa: F401 - re-exported
+from .fakes import OFFLINE_RESULT, Harmless, OfflineBind, OfflineResultError, call_upgrade  # noqa: F401 - re-exported
 
 
 @dataclass
@@ -44,6 +52,8 @@ class Recording:
     inspected: int = 0
     #: > 0 while alembic itself executes an op (online mode): its SQL is not a raw statement.
     executing: int = 0
+    #: (what, line) of each call of an operation the linter does not know (what: ``op.NAME()`` and why).
+    unknown: list[tuple[str, int]] = field(default_factory=list)
     _batch: list[m.Operation] | None = None
 
     def line(self) -> int:
@@ -124,6 +134,8 @@ def _recording_operations(ctx: MigrationContext, rec: Recording, execute: bool) 
     real_batch = ops.batch_alter_table
 
     def invoke(operation):
+        if type(operation).__module__.split(".")[0] not in _KNOWN_PACKAGES:
+            return _invoke_custom(ops, ctx, rec, operation, real_invoke if execute else None)
         rec.add_alembic(operation)
         if execute:
             with rec.running_alembic():
@@ -161,6 +173,56 @@ def _recording_operations(ctx: MigrationContext, rec: Recording, execute: bool) 
 
     ctx.autocommit_block = autocommit_block
     return ops
+
+
+#: Operations of these packages are judged as they are (``policy.alembic_ops``); others run their implementation.
+_KNOWN_PACKAGES = ("alembic", "migrations_policy")
+
+
+def _invoke_custom(ops: Operations, ctx: MigrationContext, rec: Recording, operation: Any, real_invoke) -> Any:
+    """A project's own operation: its registered implementation runs (its ops are recorded through *ops*);
+    one that subclasses an alembic operation and has no implementation of its own is recorded as that one."""
+    try:
+        implementation = ops._to_impl.dispatch(operation, ctx.impl.__dialect__)
+    except ValueError:
+        rec.unknown.append((f"{type(operation).__name__} (registered without Operations.implementation_for)",
+                            rec.line()))
+        return None
+    if str(getattr(implementation, "__module__", "")).split(".")[0] in _KNOWN_PACKAGES:
+        rec.add_alembic(operation)
+        return real_invoke(operation) if real_invoke is not None else None
+    return implementation(ops, operation)
+
+
+class _UnknownOperation:
+    """``op.NAME`` that no registration provides: calling it is noted (``Recording.unknown``), answers harmlessly."""
+
+    def __init__(self, rec: Recording, name: str):
+        self._rec, self._name = rec, name
+
+    def __call__(self, *args, **kwargs):
+        self._rec.unknown.append((f"op.{self._name}()", self._rec.line()))
+        return Harmless(f"op.{self._name}(...)")
+
+    def __repr__(self) -> str:
+        return f"op.{self._name}"
+
+
+@contextmanager
+def _unknown_operations(rec: Recording) -> Iterator[None]:
+    """``alembic.op.NAME`` for a NAME no operation is registered as: an ``_UnknownOperation`` (PEP 562)."""
+    from alembic import op as module
+
+    def missing(name: str):
+        if name.startswith("_"):
+            raise AttributeError(f"module 'alembic.op' has no attribute {name!r}")
+        return _UnknownOperation(rec, name)
+
+    module.__getattr__ = missing
+    try:
+        yield
+    finally:
+        module.__dict__.pop("__getattr__", None)
 
 
 _CONTEXTS: dict[str, MigrationContext] = {}
@@ -223,7 +285,8 @@ def recording(dialect: str, filename: str, strict: bool = False) -> Iterator[Rec
     what it would answer as unknown) instead of answering as an empty database."""
     rec = Recording(filename)
     ctx = _offline_context(dialect, rec, strict)
-    with _environment(ctx, as_sql=True, dialect_name=dialect), _proxy(_recording_operations(ctx, rec, execute=False)):
+    with _environment(ctx, as_sql=True, dialect_name=dialect), _proxy(_recording_operations(ctx, rec, execute=False)), \
+            _unknown_operations(rec):
         yield rec
 
 

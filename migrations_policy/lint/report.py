@@ -58,6 +58,9 @@ class LintReport:
     paths: list[str] = field(default_factory=list)
     #: (path, one-line message, traceback) of the linter's own errors (each file also has its MP000).
     internal: list[tuple[str, str, str]] = field(default_factory=list)
+    #: Collected scripts not checked: at or before the ``baseline`` setting, matched by ``exclude``.
+    baseline: int = 0
+    excluded: int = 0
 
     @property
     def errors(self) -> int:
@@ -92,4 +95,10 @@ class LintReport:
         self.findings = [f for f in self.findings if keep(f.code)]
 
     def to_dict(self) -> dict:
-        return {"findings": [f.to_dict() for f in self.findings], "files": self.files}
+        return {"findings": [f.to_dict() for f in self.findings], "files": self.files, **self.skipped()}
+
+    def skipped(self) -> dict:
+        """``{"skipped": {"baseline": N, "excluded": M}}`` when the settings skipped collected scripts, else {}."""
+        if not (self.baseline or self.excluded):
+            return {}
+        return {"skipped": {"baseline": self.baseline, "excluded": self.excluded}}

@@ -2,7 +2,8 @@
 
 ``render(report, fmt)``; ``FORMATS`` lists the names.  The JSON shape is part of the
 stable interface: ``{"findings": [{"path", "line", "code", "severity", "message",
-"phase", "dialect", "url"}...], "files": N}`` (``url``: the rule's page).
+"phase", "dialect", "url"}...], "files": N}`` (``url``: the rule's page), and
+``"skipped": {"baseline": N, "excluded": M}`` when the adoption settings skipped scripts.
 """
 
 from __future__ import annotations
@@ -25,10 +26,20 @@ def text(report: LintReport) -> str:
         lines.append(f"  {code}: {rule_url(code)}")
     if report.findings:
         lines.append(f"{report.files} file(s) checked: {report.errors} error(s), {report.warnings} warning(s)"
-                     + (f", {report.unreadable} unreadable" if report.unreadable else ""))
+                     + (f", {report.unreadable} unreadable" if report.unreadable else "") + _skipped(report))
     else:
-        lines.append(f"{report.files} file(s) checked: no findings")
+        lines.append(f"{report.files} file(s) checked: no findings{_skipped(report)}")
     return "\n".join(lines)
+
+
+def _skipped(report: LintReport) -> str:
+    """What the adoption settings left out, in the summary line ("" when nothing)."""
+    parts = []
+    if report.baseline:
+        parts.append(f"{report.baseline} at or before the baseline not checked (--include-baseline checks them)")
+    if report.excluded:
+        parts.append(f"{report.excluded} excluded")
+    return f"; {', '.join(parts)}" if parts else ""
 
 
 def json_(report: LintReport) -> str:
@@ -39,7 +50,9 @@ def json_(report: LintReport) -> str:
     findings = "[]"
     if report.findings:
         findings = "[\n" + ",\n".join(f"    {json.dumps(f.to_dict())}" for f in report.findings) + "\n  ]"
-    return f'{{\n  "findings": {findings},\n  "files": {report.files}\n}}'
+    skipped = report.skipped()
+    more = f',\n  "skipped": {json.dumps(skipped["skipped"])}' if skipped else ""
+    return f'{{\n  "findings": {findings},\n  "files": {report.files}{more}\n}}'
 
 
 def _escape_data(value: str) -> str:

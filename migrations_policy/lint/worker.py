@@ -3,9 +3,11 @@
 Started by ``parallel`` as ``python -m migrations_policy.lint.worker`` (a fresh
 interpreter: the same module state whoever starts it).  It reads one job from stdin
 (marshal: options, number of concurrent children, ``(index, path, phase)`` tasks),
-imports what the analysis needs once (alembic, SQLAlchemy *including*
-``sqlalchemy.orm``, the engine, the rules, the policy), then forks one child per
-script, at most *workers* at a time.  A child runs in its own session with
+imports the modules that register the project's custom operations (``lint.plugins``;
+a configured one that fails ends the run with ``("plugin error", message)``, else
+``("plugins imported",)`` is sent), imports what the analysis needs once (alembic,
+SQLAlchemy *including* ``sqlalchemy.orm``, the engine, the rules, the policy), then
+forks one child per script, at most *workers* at a time.  A child runs in its own session with
 ``/dev/null`` as stdin/stdout/stderr, analyses its script (``engine.analyse``) and
 writes its hits into a pipe.  So a script can neither change what the next script
 sees (each child starts from the state the worker had before any script ran),
@@ -13,6 +15,8 @@ nor write into the report, nor stop the run:
 
 * a child still running after the time limit is killed (with its process group):
   ``MP000`` "did not finish within N s", whatever the script does with signals;
+* a child's address space may grow by ``memory_limit`` MiB (``RLIMIT_AS``): beyond it
+  allocations fail, ``MP000`` "exceeded the memory limit";
 * a child that ends without writing its hits (``os._exit``, a signal, closing its
   file descriptors) gives ``MP000`` saying how it ended;
 * an exception that escapes the engine (a bug of the linter) is sent back as
@@ -99,6 +103,33 @@ def _prepare(options) -> None:
     gc.freeze()  # the children's collections neither scan nor copy what is shared
 
 
+#: (path, sha256) of the local modules the plugins imported: every script's result depends on them.
+_PLUGIN_MODULES: list[tuple[str, str]] = []
+
+
+def _import_plugins(options) -> str | None:
+    """Import the modules that register custom operations (``lint.plugins``), within the time limit;
+    the one-line error of a configured one that fails."""
+    if not (options.plugins.configured or options.plugins.found):
+        return None
+    from .plugins import import_plugins
+
+    def expired(signum, frame):
+        raise TimeoutError(f"did not finish within {options.timeout:g} s")
+
+    before = set(sys.modules)
+    signal.signal(signal.SIGALRM, expired)
+    if options.timeout > 0:
+        signal.setitimer(signal.ITIMER_REAL, options.timeout)
+    try:
+        failure = import_plugins(options.plugins)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    _PLUGIN_MODULES.extend(_local_modules(before, ""))
+    return failure
+
+
 def _send(frame: tuple) -> None:
     data = _dumps(frame)
     out = sys.stdout.buffer
@@ -138,10 +169,11 @@ def _child(write_fd: int, path: str, phase: str, options, worker: int, run=_anal
             os.dup2(devnull, fd)
         for name in ("SIGINT", "SIGTERM", "SIGPIPE", "SIGALRM"):
             signal.signal(getattr(signal, name), signal.SIG_DFL)
+        _limit_memory(options.memory_limit)
         before = set(sys.modules)
         try:
             hits, *more = run(path, phase, options)
-            payload = _dumps((hits, None, _local_modules(before, path), *more))
+            payload = _dumps((hits, None, _local_modules(before, path) + _PLUGIN_MODULES, *more))
         except BaseException as exc:  # noqa: BLE001 - escaped the engine: a bug of the linter
             import traceback
 
@@ -157,6 +189,28 @@ def _child(write_fd: int, path: str, phase: str, options, worker: int, run=_anal
         except BaseException:  # noqa: BLE001
             pass
         _exit(0)
+
+
+def _limit_memory(mebibytes: int) -> None:
+    """Let this child's address space grow by at most *mebibytes* MiB (``RLIMIT_AS``): beyond it an allocation
+    fails with ``MemoryError`` (``MP000``) instead of taking the machine's memory from the other scripts."""
+    if mebibytes <= 0:
+        return
+    import resource
+
+    try:
+        with open("/proc/self/statm", "rb") as fh:
+            current = int(fh.read().split()[0]) * resource.getpagesize()
+    except (OSError, ValueError, IndexError):  # not Linux: the limit counts from nothing
+        current = 0
+    limit = current + mebibytes * 1024 * 1024
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    except (ValueError, OSError):
+        pass
 
 
 def _die_with_worker(worker: int) -> None:
@@ -295,11 +349,19 @@ def _collect(running: dict[int, _Running]) -> list[tuple[_Running, int | None]]:
 
 def serve(job: dict) -> None:
     from .options import Options
+    from .plugins import Plugins
 
     options = Options(dialects=tuple(job["dialects"]), postgresql_version=job["postgresql_version"],
-                      timeout=job["timeout"], url=job["url"])
+                      timeout=job["timeout"], url=job["url"], memory_limit=job["memory_limit"],
+                      plugins=Plugins(*map(tuple, job["plugins"][:3]), job["plugins"][3]))
     workers = max(1, job["workers"])
     parent = os.getppid()
+    failure = _import_plugins(options)
+    if failure:
+        _send(("plugin error", failure))
+        return
+    if options.plugins.configured or options.plugins.found:
+        _send(("plugins imported",))
     _prepare(options)
     pending = deque(job["tasks"])
     running: dict[int, _Running] = {}

@@ -78,13 +78,40 @@ def _appends_enum_members(op: aops.AlterColumnOp) -> bool:
     return len(new_members) > len(old_members) and new_members[:len(old_members)] == old_members
 
 
+#: Bytes per character of the MySQL/MariaDB character sets a type may name.
+_CHARSET_BYTES = {"latin1": 1, "ascii": 1, "binary": 1, "utf8": 3, "utf8mb3": 3, "utf8mb4": 4}
+
+
+def _varchar_widening(old: Any, new: Any) -> dict[str, int] | None:
+    """``length_from`` / ``length_to`` / ``bytes_per_char`` when *new* only lengthens the
+    ``VARCHAR`` *old* (same collation and character set), else None.  ``CHAR`` (padded),
+    ``Text`` and ``Enum`` are other types."""
+    from sqlalchemy import types
+
+    def plain(t: Any) -> bool:
+        return (isinstance(t, types.String) and not isinstance(t, (types.CHAR, types.Text, types.Enum))
+                and isinstance(t.length, int))
+
+    if not (plain(old) and plain(new) and new.length > old.length):
+        return None
+    charsets = {getattr(t, "charset", None) for t in (old, new)}
+    if old.collation != new.collation or len(charsets) != 1:
+        return None
+    charset = charsets.pop() or (old.collation or "").split("_")[0]
+    return {"length_from": old.length, "length_to": new.length, "bytes_per_char": _CHARSET_BYTES.get(charset, 0)}
+
+
 def _alter_column(op: aops.AlterColumnOp) -> list[m.Operation]:
     base = m.Operation(kind=m.OTHER, table=op.table_name, column=op.column_name)
     ops = []
     if op.modify_name:
         ops.append(base.with_(kind=m.RENAME_COLUMN, name=op.modify_name))
     if op.modify_type is not None:
-        ops.append(base.with_(kind=m.ENUM_ADD_VALUE if _appends_enum_members(op) else m.ALTER_TYPE))
+        widening = _varchar_widening(op.existing_type, op.modify_type)
+        if widening:
+            ops.append(base.with_(kind=m.WIDEN_VARCHAR, **widening))
+        else:
+            ops.append(base.with_(kind=m.ENUM_ADD_VALUE if _appends_enum_members(op) else m.ALTER_TYPE))
     if op.modify_nullable is not None:
         ops.append(base.with_(kind=m.DROP_NOT_NULL if op.modify_nullable else m.SET_NOT_NULL))
     if op.modify_server_default is not False:
@@ -163,5 +190,6 @@ def from_alembic(op: Any) -> list[m.Operation]:
                 convert = fn
                 break
     if convert is None:
-        return [m.Operation(kind=m.OTHER, name=type(op).__name__)]
+        table = getattr(op, "table_name", None)  # a project's own op on a table (op.create_sync_trigger)
+        return [m.Operation(kind=m.OTHER, name=type(op).__name__, table=table if isinstance(table, str) else None)]
     return [convert(op)]

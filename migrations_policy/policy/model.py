@@ -37,6 +37,8 @@ DROP_CONSTRAINT = "drop_constraint"
 VALIDATE_CONSTRAINT = "validate_constraint"
 DROP_OTHER = "drop_other"  # views, sequences, types, ...
 ENUM_ADD_VALUE = "enum_add_value"
+#: ``varchar(n)`` -> ``varchar(m > n)`` (same collation): ``length_from`` / ``length_to``.
+WIDEN_VARCHAR = "widen_varchar"
 BATCH_RECREATE = "batch_recreate"  # batch "move and copy" of a whole table
 INSERT = "insert"
 UPDATE = "update"
@@ -105,6 +107,11 @@ class Operation:
     #: ``CONVERT TO CHARACTER SET`` / ``MODIFY`` is MySQL's, ``ALTER TYPE`` PostgreSQL's.
     #: On another dialect the statement cannot run, so nothing is judged there.
     only_on: str = ""
+    #: ``WIDEN_VARCHAR``: the old and new length in characters, and the bytes per character of
+    #: the column's character set when the type names it (0: unknown, any of 1, 3 or 4).
+    length_from: int = 0
+    length_to: int = 0
+    bytes_per_char: int = 0
     #: Where it came from: "alembic", "sql" or "source" (AST fallback), and a short text.
     source: str = "alembic"
     text: str = ""

@@ -36,6 +36,21 @@ def _add_column(op: m.Operation) -> tuple[Effect, str]:
     return m.QUIET, ""
 
 
+def _length_bytes_kept(length_from: int, length_to: int, bytes_per_char: int) -> bool:
+    """InnoDB stores a VARCHAR's length in 1 byte while its maximum is at most 255 bytes, else in 2
+    (1 for a value up to 127 bytes).  Widening is INPLACE/INSTANT unless it takes a column whose
+    values may be 128-255 bytes long past 255 bytes (their stored length would need 2 bytes)."""
+    old, new = length_from * bytes_per_char, length_to * bytes_per_char
+    return new <= 255 or old > 255 or old <= 127
+
+
+def widening_in_place(op: m.Operation) -> bool:
+    """A ``WIDEN_VARCHAR`` that MariaDB/MySQL do INPLACE (no copy), for the column's character set,
+    or for each of latin1, utf8mb3 and utf8mb4 (1, 3, 4 bytes per character) when it is unknown."""
+    widths = (op.bytes_per_char,) if op.bytes_per_char else (1, 3, 4)
+    return all(_length_bytes_kept(op.length_from, op.length_to, width) for width in widths)
+
+
 def effect(op: m.Operation, ctx: m.Context) -> tuple[Effect, str]:
     kind = op.kind
     if kind == m.ADD_FK and op.fk_checks_off and not op.new_table:
@@ -53,6 +68,12 @@ def effect(op: m.Operation, ctx: m.Context) -> tuple[Effect, str]:
     if kind == m.CREATE_INDEX and op.fulltext:
         return Effect(lock="LOCK=SHARED", blocks_writes=True, scan=True,
                       note="a FULLTEXT index can only be built with LOCK=SHARED (writes blocked for the build)"), _OSC
+    if kind == m.WIDEN_VARCHAR:
+        if widening_in_place(op):
+            return Effect(lock="ALGORITHM=INPLACE", note="widening within the VARCHAR length-byte boundary is "
+                                                          "INPLACE (metadata only)"), ""
+        return _copy(f"widening varchar({op.length_from}) to varchar({op.length_to}) crosses the 255-byte "
+                     "length-byte boundary: ALGORITHM=COPY (writes blocked)"), ""
     if kind in (m.ALTER_TYPE, m.CONVERT_CHARSET):
         return _copy("a type or character set change usually copies the whole table (writes blocked)"), ""
     if kind == m.SET_NOT_NULL:

@@ -14,6 +14,8 @@ from . import model as m
 
 _PHASE = {
     m.CREATE_TABLE: m.EXPAND, m.ADD_COLUMN: m.EXPAND, m.CREATE_INDEX: m.EXPAND, m.ENUM_ADD_VALUE: m.EXPAND,
+    # both releases' values fit the wider column; what it costs is per dialect (rewrite or not)
+    m.WIDEN_VARCHAR: m.EXPAND,
     m.SET_NOT_NULL: m.CONTRACT,
     m.INSERT: m.DATA, m.UPDATE: m.DATA, m.DELETE: m.DATA, m.TRUNCATE: m.DATA,
     **{kind: m.CONTRACT for kind in m.DROPS},
@@ -28,6 +30,8 @@ _ALTERNATIVE = {
     m.DROP_OTHER: "drop it in a contract script",
     m.RENAME_TABLE: "create the new table in expand, copy rows in an online data migration, drop the old one in contract",
     m.RENAME_COLUMN: "add the new column in expand, copy values in an online data migration, drop the old one in contract",
+    m.WIDEN_VARCHAR: "add a new column of the new length in expand, copy values online, drop the old column in "
+                     "contract (or widen where the dialect does it in place)",
     m.ALTER_TYPE: "add a new column of the new type in expand, migrate values online, drop the old column in contract",
     m.CONVERT_CHARSET: "add new columns with the new character set, migrate values online, drop the old ones in contract",
     m.SET_NOT_NULL: "backfill online, then set NOT NULL in contract (PostgreSQL: after a validated CHECK (col IS NOT NULL))",

@@ -15,7 +15,7 @@ DIALECT = "sqlite"
 
 _BATCH = "use op.batch_alter_table(...) (it recreates the table: do it in a maintenance window)"
 #: Operations SQLite's ALTER TABLE cannot do: they need batch mode.
-NEEDS_BATCH = frozenset({m.ALTER_TYPE, m.SET_NOT_NULL, m.DROP_NOT_NULL, m.SET_DEFAULT, m.DROP_DEFAULT,
+NEEDS_BATCH = frozenset({m.ALTER_TYPE, m.WIDEN_VARCHAR, m.SET_NOT_NULL, m.DROP_NOT_NULL, m.SET_DEFAULT, m.DROP_DEFAULT,
                          m.ADD_FK, m.ADD_UNIQUE, m.ADD_CHECK, m.ADD_PK, m.DROP_CONSTRAINT})
 
 

@@ -41,6 +41,14 @@ def _without(text: str, column: str) -> str:
                      and not line.strip().startswith(f"{column}:"))
 
 
+def _with_name(v1: str, style: str, arguments: str) -> str:
+    """*v1* with the ``name`` column's type arguments (``sa.String(20)``) replaced, in either style."""
+    if style == "column":
+        return v1.replace('sa.Column("name", sa.String(20))', f'sa.Column("name", {arguments})')
+    return v1.replace("name: Mapped[str | None] = mapped_column(sa.String(20))",
+                      f"name: Mapped[str | None] = mapped_column({arguments})")
+
+
 def _start(workspace, style: str) -> str:
     workspace.upgrade()
     workspace.models(STYLES[style])
@@ -113,11 +121,7 @@ def _assert_schema_is_the_models(workspace, engine) -> None:
 @pytest.mark.parametrize("style", sorted(STYLES))
 def test_server_default_changes_are_compared_and_placed_in_expand(workspace, backend, style):
     v1 = _start(workspace, style)
-    if style == "column":
-        v2 = v1.replace('sa.Column("name", sa.String(20))', 'sa.Column("name", sa.String(20), server_default="anon")')
-    else:
-        v2 = v1.replace("name: Mapped[str | None] = mapped_column(sa.String(20))",
-                        'name: Mapped[str | None] = mapped_column(sa.String(20), server_default="anon")')
+    v2 = _with_name(v1, style, 'sa.String(20), server_default="anon"')
     workspace.models(v2)
     files = workspace.revision("name default")
     assert set(files) == {"expand"}, "a default is for the release that omits the column: expand"
@@ -164,11 +168,7 @@ def test_narrowing_is_flagged_and_over_long_values_are_stuck_not_lost(workspace,
     v1 = _start(workspace, style)  # row 1: name 'a'
     with sa.create_engine(workspace.url).begin() as conn:
         conn.execute(sa.text("INSERT INTO pagers (id, name, pager, size) VALUES (2, 'abcdefgh', 'p', 1)"))
-    if style == "column":
-        v2 = v1.replace('sa.Column("name", sa.String(20))', 'sa.Column("name", sa.String(5))')
-    else:
-        v2 = v1.replace("name: Mapped[str | None] = mapped_column(sa.String(20))",
-                        "name: Mapped[str | None] = mapped_column(sa.String(5))")
+    v2 = _with_name(v1, style, "sa.String(5)")
     workspace.models(v2)
     files = workspace.revision("narrow name")
     expand = files["expand"].read_text()
@@ -198,10 +198,10 @@ def test_two_type_changes_and_a_relaxed_column_on_one_table_keep_both_sync_trigg
     """On SQLite, relaxing NOT NULL rebuilds the table, which drops its triggers: expand must
     create the sync triggers after it."""
     v1 = _start(workspace, "column")
-    workspace.models(v1.replace('sa.Column("name", sa.String(20))', 'sa.Column("name", sa.String(30))')
+    workspace.models(v1.replace('sa.Column("name", sa.String(20))', 'sa.Column("name", sa.Text)')
                        .replace('sa.Column("pager", sa.String(20), nullable=False)',
-                                'sa.Column("pager", sa.String(30), nullable=False)'))
-    files = workspace.revision("widen two")
+                                'sa.Column("pager", sa.Text, nullable=False)'))
+    files = workspace.revision("two to text")
     for path, phase in ((files["expand"], "expand"), (files["contract"], "contract")):
         assert lint(path, phase) == [], path.name
     workspace.upgrade("expand@head")
@@ -270,5 +270,97 @@ def test_unique_constraint_on_an_existing_table_uses_the_safe_form(workspace, ba
     workspace.upgrade("heads")
     with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:
         conn.execute(sa.text("INSERT INTO pagers (id, name, pager, size) VALUES (6, 'a', 'p', 3)"))
+    _assert_schema_is_the_models(workspace, engine)
+    engine.dispose()
+
+
+@pytest.mark.parametrize("style", sorted(STYLES))
+def test_a_varchar_widening_in_place_everywhere_is_one_alter_in_expand(workspace, backend, style):
+    """varchar(20) -> varchar(100): PostgreSQL widens in the catalog only (relfilenode kept),
+    MariaDB INPLACE whatever the character set (20 characters are at most 80 bytes): no copy."""
+    v1 = _start(workspace, style)
+    v2 = _with_name(v1, style, "sa.String(100)")
+    workspace.models(v2)
+    files = workspace.revision("widen name")
+    assert set(files) == {"expand"}, "no copy, no data migration, no contract"
+    expand = files["expand"].read_text()
+    assert "name_new" not in expand and "op.alter_column('pagers', 'name'" in expand
+    assert lint(files["expand"], "expand") == []
+    engine = sa.create_engine(workspace.url)
+    relfilenode = "SELECT relfilenode FROM pg_class WHERE relname = 'pagers'"
+    if backend == "postgresql":
+        with engine.connect() as conn:
+            before = conn.execute(sa.text(relfilenode)).scalar_one()
+    workspace.upgrade("heads")
+    with engine.begin() as conn:
+        if backend == "postgresql":
+            assert conn.execute(sa.text(relfilenode)).scalar_one() == before, "the table was rewritten"
+        conn.execute(sa.text("INSERT INTO pagers (id, name, pager, size) VALUES (2, :n, 'p', 1)"), {"n": "x" * 100})
+    _assert_schema_is_the_models(workspace, engine)
+    engine.dispose()
+
+
+@pytest.mark.parametrize("dialects, one_alter", [("postgresql, mysql, sqlite", False), ("postgresql, sqlite", True)])
+def test_a_widening_that_copies_on_a_configured_dialect_keeps_the_three_step_route(sqlite_workspace, dialects,
+                                                                                  one_alter):
+    """varchar(40) -> varchar(70): MariaDB copies the table under utf8mb4 (160 -> 280 bytes crosses
+    255 with values up to 160 bytes).  Only when MariaDB is not configured is it one ALTER."""
+    workspace = sqlite_workspace
+    text = workspace.ini.read_text()
+    assert "data_migrations = dm\n" in text
+    workspace.ini.write_text(text.replace("data_migrations = dm\n", f"data_migrations = dm\ndialects = {dialects}\n"))
+    v1 = COLUMN_V1.replace('sa.Column("name", sa.String(20))', 'sa.Column("name", sa.String(40))')
+    workspace.upgrade()
+    workspace.models(v1)
+    workspace.revision("initial")
+    workspace.upgrade()
+    workspace.models(v1.replace('sa.Column("name", sa.String(40))', 'sa.Column("name", sa.String(70))'))
+    files = workspace.revision("widen name")
+    expand = files["expand"].read_text()
+    assert ("name_new" not in expand) == one_alter and (set(files) == {"expand"}) == one_alter, expand
+    from migrations_policy.lint.engine import Options, analyse
+
+    configured = tuple(d.strip() for d in dialects.split(","))
+    assert analyse(files["expand"], "expand", Options(dialects=configured)) == []
+    hits = [(h.code, h.dialect) for h in lint(files["expand"], "expand")]  # every dialect
+    assert hits == ([("MP103", "mysql")] if one_alter else []), hits  # the linter knows MariaDB would copy
+
+
+@pytest.mark.parametrize("style", sorted(STYLES))
+def test_a_type_change_ends_as_the_models_say_under_the_same_attribute(workspace, backend, style):
+    """size: Integer NOT NULL -> BigInteger.  The split ends at size_new (a column cannot change in
+    place while the old release runs); the models map it under the same attribute, as the note
+    says, and after contract the schema is the models' (NOT NULL kept), release N's update made
+    after the copy is there."""
+    v1 = _start(workspace, style)  # row 1: size 3
+    if style == "column":
+        v2 = v1.replace('sa.Column("size", sa.Integer, nullable=False)', 'sa.Column("size", sa.BigInteger, '
+                                                                         'nullable=False)')
+        mapped = v1.replace('sa.Column("size", sa.Integer, nullable=False)',
+                            'sa.Column("size_new", sa.BigInteger, key="size", nullable=False)')
+    else:
+        v2 = v1.replace("size: Mapped[int] = mapped_column()", "size: Mapped[int] = mapped_column(sa.BigInteger)")
+        mapped = v1.replace("size: Mapped[int] = mapped_column()",
+                            'size: Mapped[int] = mapped_column("size_new", sa.BigInteger)')
+    workspace.models(v2)
+    files = workspace.revision("size to bigint")
+    expand, contract = files["expand"].read_text(), files["contract"].read_text()
+    assert 'key=\'size\'' in expand and "and makes 'size_new' NOT NULL" in expand
+    for path, phase in ((files["expand"], "expand"), (files["contract"], "contract")):
+        assert lint(path, phase) == [], path.name
+    workspace.models(mapped)  # what the note asks for
+    workspace.upgrade("expand@head")
+    engine = sa.create_engine(workspace.url)
+    with engine.begin() as conn:  # release N+1 writes size_new only, release N size only
+        conn.execute(sa.text("INSERT INTO pagers (id, name, pager, size_new) VALUES (2, 'b', 'p', 2000000000)"))
+        conn.execute(sa.text("INSERT INTO pagers (id, name, pager, size) VALUES (3, 'c', 'p', 7)"))
+    workspace.use_data_migrations(files["data"])
+    assert workspace.run_data_migrations() == 0
+    with engine.begin() as conn:  # release N updates after the copy: the trigger carries it
+        conn.execute(sa.text("UPDATE pagers SET size = 4 WHERE id = 1"))
+    workspace.upgrade("heads")
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT id, size_new FROM pagers ORDER BY id")).all() == [
+            (1, 4), (2, 2000000000), (3, 7)]
     _assert_schema_is_the_models(workspace, engine)
     engine.dispose()

@@ -155,3 +155,46 @@ def test_stop_at_pending_probes_unfinished_migrations_first_and_stops_there(db_e
         assert {p.name: p.remaining for p in pending_migrations(conn, registry, stop_at_pending=True)} == \
             {"already_done": 0, "copy_items": 0}  # nothing pending: every migration was proven complete
         assert gate.unfinished(conn, registry, {"already_done": ["r3"], "copy_items": ["r3"]}) == []
+
+
+def test_the_probe_finds_any_pending_row_window_by_window(db_engine, monkeypatch):
+    """The probe looks in a first window of the key's index (a few keys here), then the rest: sparse keys, an
+    anti-join predicate (NOT EXISTS over another table, as the example's orphan check), cursors
+    anywhere (on a key, between keys, past the end): a pending row is found wherever it is, at a
+    window's edge too, and nothing is reported when none is."""
+    from migrations_policy.data import pending as pending_module
+
+    rng = random.Random()
+    seed = rng.randrange(1 << 30)
+    rng = random.Random(seed)
+    monkeypatch.setattr(pending_module, "PROBE_WINDOW", rng.randint(1, 9))
+    meta = sa.MetaData()
+    targets = sa.Table("targets", meta, sa.Column("id", sa.Integer, primary_key=True, autoincrement=False))
+    refs = sa.Table("refs", meta, sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+                    sa.Column("target_id", sa.Integer))
+    meta.create_all(db_engine)
+    keys = sorted(rng.sample(range(1, 100_000), rng.randint(20, 80)))
+    with db_engine.begin() as conn:
+        conn.execute(sa.insert(targets), [{"id": k} for k in keys])
+        conn.execute(sa.insert(refs), [{"id": k, "target_id": k if rng.random() < 0.8 else None} for k in keys])
+    r, tg = sa.table("refs", sa.column("id", sa.Integer), sa.column("target_id", sa.Integer)), sa.table(
+        "targets", sa.column("id", sa.Integer))
+    orphans = DataMigration("orphans", table=r, key="id", values={"target_id": None},
+                            pending=sa.and_(r.c.target_id.is_not(None),
+                                            ~sa.exists().where(tg.c.id == r.c.target_id)))
+    window = pending_module.PROBE_WINDOW
+    for trial in range(12):
+        chosen = rng.sample(keys, rng.choice([0, 0, 1, 1, 2, 3]))
+        at = rng.randrange(-1, len(keys) - window)  # every other trial: the one orphan is a window's last key
+        if trial % 2:
+            chosen = [keys[at + window]]
+        with db_engine.begin() as conn:
+            conn.execute(sa.update(refs).where(refs.c.target_id > 100_000).values(target_id=None))
+            for key in chosen:  # point at a target that does not exist
+                conn.execute(sa.update(refs).where(refs.c.id == key).values(target_id=100_000 + key))
+        cursors = [None, rng.choice(keys), rng.randint(0, 100_001), keys[0] - 1, keys[-1], keys[-1] + 5,
+                   None if at < 0 else keys[at]]
+        with db_engine.connect() as conn:
+            for cursor in cursors:
+                found = has_pending(conn, orphans, None if cursor is None else str(cursor))
+                assert found == bool(chosen), (seed, trial, chosen, cursor, pending_module.PROBE_WINDOW)

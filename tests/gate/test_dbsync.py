@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from migrations_policy import SchemaIncompatible, assert_schema_compatible
 from migrations_policy import cli, commands
 
+from ..helpers import hold_lock
 from .conftest import ORPHANS, ROWS
 
 
@@ -78,19 +79,7 @@ def test_status_json_shape_and_values(expanded, status_json, backend):
 # -- lock timeouts -----------------------------------------------------------------
 def _hold_lock_on_nodes(engine, seconds: float) -> threading.Thread:
     """A long transaction that read ``nodes`` and keeps its lock for *seconds*."""
-    ready = threading.Event()
-
-    def hold():
-        with engine.connect() as conn:
-            conn.execute(sa.text("SELECT count(*) FROM nodes")).scalar()  # takes the shared lock
-            ready.set()
-            time.sleep(seconds)
-            conn.rollback()
-
-    thread = threading.Thread(target=hold, daemon=True)
-    thread.start()
-    assert ready.wait(10)
-    return thread
+    return hold_lock(engine, "SELECT count(*) FROM nodes", seconds=seconds)
 
 
 @pytest.mark.parametrize("backend", ["postgresql", "mysql"], indirect=True)
@@ -189,22 +178,10 @@ def test_lock_retry_message_names_table_revision_and_holder(app, caplog):
     holder's pid; MariaDB: its thread id), with when its transaction started."""
     import logging
 
-    holder_id = {}
-    ready = threading.Event()
-
-    def hold():
-        with app.engine.connect() as conn:
-            holder_id["id"] = conn.execute(sa.text(
-                "SELECT pg_backend_pid()" if app.engine.dialect.name == "postgresql" else "SELECT CONNECTION_ID()"
-            )).scalar()
-            conn.execute(sa.text("SELECT count(*) FROM nodes")).scalar()
-            ready.set()
-            time.sleep(2.5)
-            conn.rollback()
-
-    thread = threading.Thread(target=hold, daemon=True)
-    thread.start()
-    assert ready.wait(10)
+    results: list = []
+    thread = hold_lock(app.engine, "SELECT pg_backend_pid()" if app.engine.dialect.name == "postgresql"
+                       else "SELECT CONNECTION_ID()", "SELECT count(*) FROM nodes", seconds=2.5, results=results)
+    holder_id = {"id": results[0]}
     project = app.project()
     try:
         with caplog.at_level(logging.WARNING, logger="migrations_policy.lock_timeout"):

@@ -19,6 +19,7 @@ from alembic.config import Config
 
 from migrations_policy import cli
 
+from ..helpers import hold_lock
 from .expand_project import ExpandProject
 
 PG_AND_MARIADB = pytest.mark.parametrize("backend", ["postgresql", "mysql"], indirect=True)
@@ -51,22 +52,9 @@ def project(tmp_path, db_url):
 
 def hold_loans(engine: sa.Engine, release: threading.Event) -> threading.Thread:
     """An application transaction that keeps a lock on ``loans`` the 4th statement needs, until *release*."""
-    ready = threading.Event()
-
-    def hold():
-        with engine.connect() as conn:
-            if engine.dialect.name == "postgresql":
-                conn.execute(sa.text("LOCK TABLE loans IN ROW EXCLUSIVE MODE"))  # what an INSERT takes
-            else:
-                conn.execute(sa.text("SELECT count(*) FROM loans")).scalar()  # metadata lock until commit
-            ready.set()
-            release.wait(60)
-            conn.rollback()
-
-    thread = threading.Thread(target=hold, daemon=True)
-    thread.start()
-    assert ready.wait(10)
-    return thread
+    statement = "LOCK TABLE loans IN ROW EXCLUSIVE MODE" if engine.dialect.name == "postgresql" \
+        else "SELECT count(*) FROM loans"  # PostgreSQL: what an INSERT takes; MariaDB: a metadata lock
+    return hold_lock(engine, statement, release=release)
 
 
 def dbsync(proj: ExpandProject, capsys, *args: str) -> tuple[int, str, str]:
@@ -180,19 +168,7 @@ op.add_column("books", sa.Column("pages", sa.Integer))
 
 def hold_snapshot(engine: sa.Engine, seconds: float) -> threading.Thread:
     """A long REPEATABLE READ transaction: CREATE INDEX CONCURRENTLY waits for its snapshot."""
-    ready = threading.Event()
-
-    def hold():
-        with engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn:
-            conn.execute(sa.text("SELECT count(*) FROM loans")).scalar()
-            ready.set()
-            time.sleep(seconds)
-            conn.rollback()
-
-    thread = threading.Thread(target=hold, daemon=True)
-    thread.start()
-    assert ready.wait(10)
-    return thread
+    return hold_lock(engine, "SELECT count(*) FROM loans", seconds=seconds, isolation_level="REPEATABLE READ")
 
 
 def index_validity(engine: sa.Engine) -> list[bool]:

@@ -132,12 +132,16 @@ def test_force_is_recorded_in_the_ledger(expanded, capsys):
     assert all(CONTRACT_HEAD in h.revisions.split(",") for h in history)
 
 
-def test_forced_contract_failing_midway_leaves_nothing_applied_on_postgresql(expanded, backend, capsys):
-    """With orphans left, PostgreSQL's VALIDATE fails: the revision's transaction is rolled back whole."""
+def test_forced_contract_over_orphans_is_refused_before_any_ddl(expanded, backend, capsys):
+    """PostgreSQL's contract VALIDATEs the NOT VALID ports -> nodes key from expand.  With orphans
+    left, ``--force`` overrides the pending data migrations but not the data precondition: refused
+    before any DDL (it used to fail half-way at VALIDATE), the orphans counted."""
     if backend != "postgresql":
-        pytest.skip("transactional DDL: PostgreSQL only (MariaDB does not validate NOT VALID-style FKs)")
-    assert expanded.dbsync("upgrade", "--contract", "--force") == 2
-    assert "violates foreign key constraint" in capsys.readouterr().err
+        pytest.skip("only PostgreSQL's contract adds (validates) the key in the example")
+    assert expanded.dbsync("upgrade", "--contract", "--force", "--reason", "x") == 4
+    err = capsys.readouterr().err
+    assert f"{ORPHANS} offending rows (orphans: no parent row)" in err, err
+    assert "--force does not override this" in err
     _assert_nothing_contracted(expanded)
 
 

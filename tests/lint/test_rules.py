@@ -32,6 +32,9 @@ FLAGGED = [
     ("alter_type", 'op.alter_column("orders", "id", type_=sa.BigInteger(), existing_type=sa.Integer())', (PG, MY), {"MP103"}),
     ("alter_type_sqlite", 'op.alter_column("orders", "id", type_=sa.BigInteger())', (LITE,), {"MP103", "MP150"}),
     ("alter_type_sql", 'op.execute("ALTER TABLE orders ALTER COLUMN id TYPE bigint")', (PG,), {"MP103"}),
+    # a widening that crosses MariaDB's length-byte boundary copies there (utf8mb4: 160 -> 280 bytes)
+    ("widen_crossing", 'op.alter_column("u", "name", type_=sa.String(70), existing_type=sa.String(40))', (MY,), {"MP103"}),
+    ("narrow", 'op.alter_column("u", "name", type_=sa.String(40), existing_type=sa.String(70))', (PG, MY), {"MP103"}),
     ("modify_sql", 'op.execute("ALTER TABLE orders MODIFY id BIGINT NOT NULL")', (MY,), {"MP103"}),
     ("charset_loop", 'for t in ["a", "b"]:\n    op.execute(f"ALTER TABLE {t} CONVERT TO CHARACTER SET utf8mb4")', (MY,), {"MP103"}),
     # MP104 set not null
@@ -110,6 +113,8 @@ SAFE = [
     ("comment_change", 'op.alter_column("users", "email", comment="login", existing_type=sa.String(255))', (PG, MY)),
     ("server_default_change", 'op.alter_column("users", "n", server_default="1", existing_type=sa.Integer())', (PG, MY)),
     ("drop_not_null", 'op.alter_column("users", "email", nullable=True, existing_type=sa.String(255))', (PG, MY)),
+    ("widen_in_place", 'op.alter_column("u", "name", type_=sa.String(300), existing_type=sa.String(100))', (PG, MY)),
+    ("widen_crossing_pg", 'op.alter_column("u", "name", type_=sa.String(70), existing_type=sa.String(40))', (PG,)),
     ("seed_new_table", 'op.create_table("colors", sa.Column("id", sa.Integer, primary_key=True), sa.Column("name", sa.String(20)))\n'
      'op.execute("INSERT INTO colors (id, name) VALUES (1, \'red\')")\n'
      'op.execute("UPDATE colors SET name = \'blue\' WHERE id = 1")', ALL),

@@ -25,6 +25,7 @@ from alembic.config import Config
 from migrations_policy import cli
 
 from ..gate.expand_project import ExpandProject
+from ..helpers import hold_lock
 
 TABLES = tuple(f"t{i}" for i in range(1, 9))
 TRIALS = 8
@@ -56,19 +57,8 @@ def applied_statements(proj: ExpandProject) -> list[int]:
 
 
 def _hold_table(engine: sa.Engine, table: str, release: threading.Event) -> threading.Thread:
-    ready = threading.Event()
-
-    def hold():
-        with engine.connect() as conn:
-            conn.execute(sa.select(sa.func.count()).select_from(sa.table(table))).scalar()  # metadata lock
-            ready.set()
-            release.wait(60)
-            conn.rollback()
-
-    thread = threading.Thread(target=hold, daemon=True)
-    thread.start()
-    assert ready.wait(10)
-    return thread
+    """A metadata lock on *table* (MariaDB) until *release*."""
+    return hold_lock(engine, f"SELECT count(*) FROM {table}", release=release)  # noqa: S608 - test's own name
 
 
 def _wait_for(proj: ExpandProject, proc, predicate, seconds: float = 60) -> None:

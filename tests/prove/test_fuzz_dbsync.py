@@ -68,10 +68,12 @@ def test_hostile_migration_names_and_options_run_nothing(filled, capsys):
 
 
 COMMANDS = {"status": ["status"], "check": ["check"], "upgrade": ["upgrade", "--expand"],
-            "online_data_migrations": ["online_data_migrations"], "version": ["version"]}
+            "online_data_migrations": ["online_data_migrations"], "version": ["version"],
+            "plan": ["plan", "--max-lock-seconds", "0"]}
 #: Exit codes each command documents (docs/exit_codes.rst); 2 is always "one line on stderr".
 DOCUMENTED = {"status": {0, 2}, "check": {0, 2, 3, 4, 5}, "upgrade": {0, 2, 4},
-              "online_data_migrations": {0, 1, 2}, "version": {0, 2}, "stamp": {0, 2}}
+              "online_data_migrations": {0, 1, 2}, "version": {0, 2}, "stamp": {0, 2},
+              "plan": {0, 2, 6}}
 
 
 def outcome(argv: list[str], capsys, *secrets: str, codes=frozenset({2})) -> str | None:

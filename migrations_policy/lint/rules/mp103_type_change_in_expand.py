@@ -2,8 +2,14 @@
 
 ## What it does
 Flags ``alter_column(type_=...)``, ``ALTER COLUMN ... TYPE``, MySQL ``MODIFY`` / ``CHANGE``
-and ``CONVERT TO CHARACTER SET``.  There is no "safe widening" exception: the old code
-may validate the old length or type.
+and ``CONVERT TO CHARACTER SET``.  One exception: ``alter_column`` widening a ``VARCHAR``
+(``existing_type=sa.String(n)``, ``type_=sa.String(m)``, ``m > n``, same collation) is
+flagged only on a dialect where it copies the table.  Both releases' values fit the wider
+column, and PostgreSQL widens in the catalog only (no rewrite, indexes kept); MariaDB/MySQL
+do it INPLACE unless the column's values may be 128-255 bytes long and the new maximum
+passes 255 bytes (the stored length then needs a second byte: ``ALGORITHM=COPY``; with
+no character set named on the type, latin1, utf8mb3 and utf8mb4 must all stay inside).
+Raw SQL states no old length: always flagged.
 
 ## Why is this bad
 - **PostgreSQL**: ``ACCESS EXCLUSIVE``; most changes (shrinking, ``int`` -> ``bigint``)
@@ -36,6 +42,9 @@ class TypeChangeInExpand(Rule):
         op = verdict.operation
         if op.kind in m.TYPE_CHANGES and not op.new_table:
             return f"{op.describe()} in an expand script"
+        if op.kind == m.WIDEN_VARCHAR and not op.new_table and verdict.effect.rewrite:
+            return (f"{op.describe()} to varchar({op.length_to}) in an expand script copies the table on "
+                    f"{verdict.dialect}")
         return None
 
 
