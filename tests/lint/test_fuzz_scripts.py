@@ -34,7 +34,7 @@ from migrations_policy.lint.report import printable
 
 ROOT = str(Path(__file__).resolve().parents[2])
 RUNNER = "import sys; from migrations_policy.cli import main; sys.exit(main(sys.argv[1:]))"
-TIMEOUT = 1  # lint_timeout, seconds
+TIMEOUT = 2  # lint_timeout, seconds: no fragment that ends comes near it, even on a loaded machine
 RUN_BOUND = 240  # seconds for one CLI run over one tree (generous: the machine is shared)
 SCRIPTS_PER_TREE = 6
 OBJECT_REPR = re.compile(r"<[\w.]+ object at 0x|<object object|<function \w|<built-in|<class '")
