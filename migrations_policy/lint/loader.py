@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import io
 import os
+import re
 import sys
 import types
 import warnings
@@ -42,9 +44,12 @@ def _text(exc: BaseException) -> str:
         return "(its message cannot be printed)"
 
 
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
 def one_line(exc: BaseException) -> str:
     """``Type: message`` on one line, at most ~300 characters, whatever the exception does in ``__str__``."""
-    text = " ".join(_text(exc).split())
+    text = _ADDRESS.sub("", " ".join(_text(exc).split()))  # "<X object at 0x7f..>": a run's addresses -> "<X object>"
     if len(text) > 300:
         text = text[:297] + "..."
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
@@ -130,7 +135,8 @@ def sandbox() -> Iterator[None]:
 
 
 def load_module(code: types.CodeType, path: Path) -> types.ModuleType:
-    name = f"_migrations_policy_lint_{abs(hash(str(path)))}"
+    # hash() of a str differs per process (PYTHONHASHSEED): a message naming the module would differ per run
+    name = f"_migrations_policy_lint_{hashlib.sha256(os.fsencode(path)).hexdigest()[:16]}"
     module = types.ModuleType(name)
     module.__file__ = str(path)
     sys.modules[name] = module  # dataclasses and pickling look their module up while it runs

@@ -440,3 +440,19 @@ def test_every_header_shape_that_declares_a_revision_is_linted_in_a_directory(tm
                            "off", 13)
     cases = {case.get("name") for case in ET.fromstring(out.encode()).iter("testcase")}
     assert cases == expected, (sorted(expected - cases), sorted(cases - expected))
+
+
+def test_an_error_naming_a_script_s_object_reads_the_same_every_run(tmp_path):
+    """SQLAlchemy's error about a script's object (``got <module.X object at 0x7f…>``): the message names the
+    object without its address, and the module name does not change per process — two cold runs agree.
+    (Found by seed 1026.)"""
+    tree = tmp_path / "versions"
+    tree.mkdir()
+    (tree / "a.py").write_text(f'revision = "a"\ndown_revision = None\n{PRELUDE}class X:\n    pass\n'
+                               "sa.Table('t', sa.MetaData(), X())\ndef upgrade():\n    pass\n")
+    (tmp_path / "fuzz.cfg").write_text("[migrations_policy]\nlint_timeout = 2\n")
+    args = ["--format", "json", "--phase", "expand", "--dialect", "postgresql", str(tree)]
+    first, second = (_lint(tmp_path, args, 1, "off", 1026) for _ in range(2))
+    assert first == second and first[0] == 2, (first, second)
+    (finding,) = json.loads(first[1])["findings"]
+    assert finding["code"] == "MP000" and " object>" in finding["message"] and " at 0x" not in finding["message"]
