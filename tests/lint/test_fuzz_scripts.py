@@ -396,7 +396,7 @@ def test_a_fifo_is_no_script(tmp_path):
 def test_paths_and_messages_from_scripts_are_printable_in_every_format(tmp_path):
     """A file name with undecodable bytes or a line break, a table name with NUL, ESC or a lone surrogate: every
     format is written (no UnicodeEncodeError traceback), JSON/SARIF/JUnit parse, the text output has one line per
-    finding and no terminal escape.  (Found by the fuzzer's file-name fragments.)"""
+    finding and no terminal escape.  (Found probing by hand while writing the fuzzer; NAME_TAILS now generates such names.)"""
     tree = tmp_path / "versions"
     tree.mkdir()
     names = [os.fsdecode(b"bad\xff"), "new\nline", "plain"]
@@ -423,7 +423,7 @@ def test_paths_and_messages_from_scripts_are_printable_in_every_format(tmp_path)
 def test_every_header_shape_that_declares_a_revision_is_linted_in_a_directory(tmp_path):
     """Each generated header that assigns or imports ``revision`` (f-string, constant, imported name, in an ``if``,
     bytes, a number, a tuple...): alembic loads that file, so linting its directory gives it a verdict instead of
-    skipping it silently.  (Found by comparing directory and file-by-file runs of generated trees.)"""
+    skipping it silently.  (Found linting the HEADERS fragments of this fuzzer as one directory.)"""
     r = random.Random(13)
     tree = tmp_path / "versions"
     tree.mkdir()
