@@ -72,13 +72,14 @@ def readers(registry: Iterable[Any], gone: Iterable[Destroyed]) -> dict[str, lis
 
 
 def unfinished_readers(connection: Connection, registry: Any, gone: Iterable[Destroyed],
-                       known: Iterable[Any] = ()) -> dict[str, tuple[Any, list[str]]]:
+                       known: Iterable[Any] = (), skip: Iterable[str] = ()) -> dict[str, tuple[Any, list[str]]]:
     """{name: (its PendingMigration, what it reads that goes)} for the readers of *gone* that have
-    rows pending; retired ones (their table or a column already gone) are left out.  *known*:
-    PendingMigrations just probed by the caller (not probed again)."""
+    rows pending; retired ones (their table or a column already gone) and *skip* are left out.
+    *known*: PendingMigrations just probed by the caller (not probed again)."""
     from .data.pending import pending_migrations
 
-    wanted = readers(registry, gone)
+    skip = set(skip)
+    wanted = {name: what for name, what in readers(registry, gone).items() if name not in skip}
     if not wanted:
         return {}
     probed = {p.name: p for p in known if p.name in wanted}
@@ -107,11 +108,13 @@ def _batch_drops(connection: Connection, operations: list[m.Operation]) -> list[
 
 @contextlib.contextmanager
 def watching(connection: Connection, registry: Any, revision: str,
-             refuse: Callable[[str, dict[str, tuple[Any, list[str]]]], BaseException]) -> Iterator[None]:
+             refuse: Callable[[str, dict[str, tuple[Any, list[str]]]], BaseException],
+             settled: Iterable[str] = ()) -> Iterator[None]:
     """While the block runs *revision*, refuse (raise ``refuse(revision, found)``) any statement on
-    *connection* that drops or renames what an unfinished migration reads.  The readers are probed
-    at that moment, even those the gate found complete before the run: a row written since (old
-    code still running) would be lost just the same."""
+    *connection* that drops or renames what an unfinished migration reads.  *settled*: migrations
+    the gate judged before the run (complete, or forced), which are not probed again — the gate's
+    verdict stands for them (a contract that removed the sync triggers first lets release N+1's
+    writes leave the old columns behind, on purpose)."""
     from .policy.sql import from_sql
 
     busy = False
@@ -127,7 +130,7 @@ def watching(connection: Connection, registry: Any, revision: str,
             gone = destroyed(o for o in operations if o.kind != m.DROP_TABLE)
             if table_drops:
                 gone += _batch_drops(conn, table_drops) if conn.dialect.name == "sqlite" else destroyed(table_drops)
-            found = unfinished_readers(conn, registry, gone) if gone else {}
+            found = unfinished_readers(conn, registry, gone, skip=settled) if gone else {}
         finally:
             busy = False
         if found:

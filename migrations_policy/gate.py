@@ -56,7 +56,7 @@ from alembic.script import Script, ScriptDirectory
 from alembic.util import CommandError
 from sqlalchemy.engine import Connection
 
-from .drop_guard import Destroyed, destroyed, unfinished_readers
+from .drop_guard import Destroyed, destroyed, readers, unfinished_readers
 from .drop_guard import describe as describe_destroyed
 from .framework_tables import gate_overrides_table, is_framework_table
 from .offline_run import first_line
@@ -106,6 +106,8 @@ class GateVerdict:
     unjudged: list[str] = field(default_factory=list)
     #: Every data migration the judged revisions require: {name: [requiring revisions]}.
     required: dict[str, list[str]] = field(default_factory=dict)
+    #: The migrations reading what the judged revisions drop (``drop_guard``), declared or not.
+    readers: set[str] = field(default_factory=set)
     #: Constraints the revisions add that existing rows violate (``preconditions.Violation``).
     violations: list[Any] = field(default_factory=list)
 
@@ -410,6 +412,7 @@ def evaluate(connection: Connection, script: ScriptDirectory, revisions: list[Sc
         for name in requirements.names:
             required.setdefault(name, []).append(rev.revision)
     verdict.pending = unfinished(connection, registry, required, known, exact)
+    verdict.readers = set(readers(registry, droppers)) if droppers else set()
     verdict.pending += _undeclared_readers(connection, registry, droppers, required, known)
     if checked:
         from .preconditions import violations

@@ -165,16 +165,18 @@ def _guard(context: Any, original: Callable) -> Callable:
                                 context.config.attributes[STATS_ATTRIBUTE])
         if registry is not None and len(registry) and force_reason(context) is None \
                 and not (not heads and gate.schema_is_empty(connection, migration_context.version_table)):
-            _watch_drops(context, connection, steps, registry)
+            _watch_drops(context, connection, steps, registry, context.config.attributes[JUDGED_ATTRIBUTE])
         return steps
 
     setattr(steps_after_checks, GUARD_MARK, True)
     return steps_after_checks
 
 
-def _watch_drops(context: Any, connection: Any, steps: list, registry: Any) -> None:
+def _watch_drops(context: Any, connection: Any, steps: list, registry: Any, judged: frozenset) -> None:
     """Every upgrade step runs under ``drop_guard.watching``: a statement dropping what an
-    unfinished data migration reads is refused as it is about to execute (however it is sent)."""
+    unfinished data migration reads is refused as it is about to execute (however it is sent).
+    Migrations the gate judged before the run (*judged*) are not probed again: once a contract has
+    removed its sync triggers, release N+1's writes leave the old columns behind on purpose."""
     def refuse(revision: str, found: dict) -> gate.GateRefused:
         return gate.GateRefused(gate.GateVerdict(pending=gate.readers_pending(found, lambda what: [revision])),
                                 how_to_finish(context.config))
@@ -182,7 +184,7 @@ def _watch_drops(context: Any, connection: Any, steps: list, registry: Any) -> N
     def watched(revision: str, migration_fn: Callable) -> Callable:
         @functools.wraps(migration_fn)  # alembic names the step after the function ("upgrade")
         def migrate(**kw: Any) -> Any:
-            with drop_guard.watching(connection, registry, revision, refuse):
+            with drop_guard.watching(connection, registry, revision, refuse, settled=judged):
                 return migration_fn(**kw)
 
         return migrate
@@ -206,7 +208,7 @@ def _judge(context: Any, migration_context: Any, heads: Any, entering: list, sta
                 connection.rollback()
             raise gate.GateRefused(verdict, how_to_finish(context.config))
         gate.record_force(connection, verdict, reason, command="stamp" if stamped else "upgrade")
-    context.config.attributes[JUDGED_ATTRIBUTE] = frozenset(verdict.required)
+    context.config.attributes[JUDGED_ATTRIBUTE] = frozenset(verdict.required) | frozenset(verdict.readers)
 
 
 def _record_phase(ctx, step, heads, run_args) -> None:
