@@ -16,8 +16,7 @@ import threading
 import sqlalchemy as sa
 
 from .expand_project import ExpandProject
-from .test_expand_recovery import (  # noqa: F401 - project is a fixture
-    PG_AND_MARIADB, dbsync, error_line, fail_at_fourth_statement, hold_loans, project)
+from .recovery import PG_AND_MARIADB, dbsync, error_line, fail_at_fourth_statement, hold_loans
 
 BODY = """
 op.add_column("books", sa.Column("isbn", sa.String(20)))
@@ -127,17 +126,17 @@ def test_interrupted_rollback_is_reported_blocks_upgrades_and_resumes(tmp_path, 
 
 
 @PG_AND_MARIADB
-def test_rollback_refuses_while_an_expand_is_partly_applied_then_works_once_it_finished(project, capsys):
-    fail_at_fourth_statement(project, capsys)
-    assert project.heads() == ["r1_release1"] and project.journal() == [(1, "done"), (2, "done"), (3, "done")]
-    code, _, err = dbsync(project, capsys, "rollback")
+def test_rollback_refuses_while_an_expand_is_partly_applied_then_works_once_it_finished(recovery_project, capsys):
+    fail_at_fourth_statement(recovery_project, capsys)
+    assert recovery_project.heads() == ["r1_release1"] and recovery_project.journal() == [(1, "done"), (2, "done"), (3, "done")]
+    code, _, err = dbsync(recovery_project, capsys, "rollback")
     assert code == 4, err
     line = error_line(err)
     assert "r2_expand is partly applied" in line and "dbsync upgrade --expand" in line, line
-    assert project.columns("books") == ["id", "title", "isbn", "pages"]  # nothing touched
+    assert recovery_project.columns("books") == ["id", "title", "isbn", "pages"]  # nothing touched
 
-    code, _, err = dbsync(project, capsys, "upgrade", "--expand")
+    code, _, err = dbsync(recovery_project, capsys, "upgrade", "--expand")
     assert code == 0, err
-    code, _, err = dbsync(project, capsys, "rollback")
+    code, _, err = dbsync(recovery_project, capsys, "rollback")
     assert code == 0, err
-    assert project.heads() == ["r1_release1"]
+    assert recovery_project.heads() == ["r1_release1"]
