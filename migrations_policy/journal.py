@@ -138,6 +138,12 @@ def stopped_half_way(connection: Connection, direction: int) -> list[str]:
             if _in_direction(entries, direction)]
 
 
+class PartlyAppliedRefusal(CommandError):
+    """A downgrade while a revision's upgrade stopped half way."""
+
+    exit_code = 4
+
+
 def refuse_while_partly_reverted(connection: Connection, finish_with: str) -> None:
     """Fail closed: nothing is applied on a schema that is neither release's."""
     reverted = stopped_half_way(connection, DOWNGRADE)
@@ -145,6 +151,16 @@ def refuse_while_partly_reverted(connection: Connection, finish_with: str) -> No
         raise PartlyReverted(
             f"revision {', '.join(reverted)} is partly reverted (its downgrade() stopped half way): "
             f"finish it first with {finish_with}, then upgrade")
+
+
+def refuse_while_partly_applied(connection: Connection, finish_with: str) -> None:
+    """Fail closed: no downgrade while an upgrade stopped half way; its objects are in the schema,
+    but no ``downgrade()`` would remove them (``dbsync rollback`` and plain ``alembic downgrade``)."""
+    applied = stopped_half_way(connection, UPGRADE)
+    if applied:
+        raise PartlyAppliedRefusal(
+            f"rollback refused: revision {', '.join(applied)} is partly applied (its upgrade() stopped half way; "
+            f"`dbsync status` says how far): finish it first with {finish_with} (it resumes), then roll back")
 
 
 # -- while alembic runs a revision -----------------------------------------------------

@@ -142,6 +142,7 @@ def _guard(context: Any, original: Callable) -> Callable:
             if entering:
                 _annotate_offline(context, migration_context, entering)
             return steps
+        _refuse_half_done(context, migration_context.connection, steps, entering)
         if not steps:
             return steps
         migration_context.opts[RUN_OPTION] = (uuid.uuid4().hex, not heads)
@@ -149,9 +150,6 @@ def _guard(context: Any, original: Callable) -> Callable:
         settings = project_settings(context.config)
         registry = None
         if entering:
-            if connection.dialect.name in journal.JOURNALED_DIALECTS:
-                ini = getattr(context.config, "config_file_name", None) or "alembic.ini"
-                journal.refuse_while_partly_reverted(connection, f"dbsync -c {ini} rollback")
             registry = load_registry(context.config, settings)
             _judge(context, migration_context, heads, entering, stamped, settings, registry)
         revisions_table.create(connection, checkfirst=True)
@@ -170,6 +168,23 @@ def _guard(context: Any, original: Callable) -> Callable:
 
     setattr(steps_after_checks, GUARD_MARK, True)
     return steps_after_checks
+
+
+def _refuse_half_done(context: Any, connection: Any, steps: list, entering: list) -> None:
+    """The one place that keeps a half-done step from being built on (``journal.py`` knows which).
+
+    While a revision's ``downgrade()`` stopped half way, only downgrades run: an upgrade or a stamp
+    that would apply a revision is refused, and so is one with nothing to apply (it would report
+    "already at head" on a schema that is neither release's).  While a revision's ``upgrade()``
+    stopped half way, no downgrade runs: no ``downgrade()`` removes the part that ran.
+    """
+    if connection is None or connection.dialect.name not in journal.JOURNALED_DIALECTS:
+        return
+    dbsync = f"dbsync -c {getattr(context.config, 'config_file_name', None) or 'alembic.ini'}"
+    if entering or not steps:
+        journal.refuse_while_partly_reverted(connection, f"{dbsync} rollback")
+    if any(isinstance(step, RevisionStep) and not step.is_upgrade for step in steps):
+        journal.refuse_while_partly_applied(connection, f"{dbsync} upgrade --expand")
 
 
 def _watch_drops(context: Any, connection: Any, steps: list, registry: Any, judged: frozenset) -> None:

@@ -13,7 +13,11 @@ from __future__ import annotations
 import json
 import threading
 
+import pytest
 import sqlalchemy as sa
+from alembic import command as alembic_command
+from alembic.config import Config
+from alembic.util import CommandError
 
 from .expand_project import ExpandProject
 from .recovery import PG_AND_MARIADB, dbsync, error_line, fail_at_fourth_statement, hold_loans
@@ -65,9 +69,6 @@ def downgrade():
 
 @PG_AND_MARIADB
 def test_interrupted_rollback_is_reported_blocks_upgrades_and_resumes(tmp_path, db_url, capsys):
-    from alembic import command as alembic_command
-    from alembic.config import Config
-
     proj = ExpandProject(tmp_path, db_url, BODY, downgrade=DOWNGRADE)
     try:
         alembic_command.upgrade(Config(str(proj.ini)), "r1_release1")
@@ -101,7 +102,11 @@ def test_interrupted_rollback_is_reported_blocks_upgrades_and_resumes(tmp_path, 
             {"revision": "r2_expand", "direction": "downgrade", "done": 2, "total": 5, "in_flight": None,
              "script_matches": True}]
 
-        # An upgrade on a schema that is neither release's is refused, and applies nothing.
+        # An upgrade on a schema that is neither release's is refused, and applies nothing: also one
+        # that would apply nothing (the partly reverted revision is the head), which would say "at head".
+        code, out, err = dbsync(proj, capsys, "upgrade", "--expand")
+        assert code == 2, out
+        assert "r2_expand is partly reverted" in error_line(err), err
         (proj.directory / "migrations" / "versions" / "expand" / "0003_r3.py").write_text(R3)
         code, _, err = dbsync(proj, capsys, "upgrade", "--expand")
         assert code == 2, err
@@ -134,6 +139,11 @@ def test_rollback_refuses_while_an_expand_is_partly_applied_then_works_once_it_f
     line = error_line(err)
     assert "r2_expand is partly applied" in line and "dbsync upgrade --expand" in line, line
     assert recovery_project.columns("books") == ["id", "title", "isbn", "pages"]  # nothing touched
+    # Plain alembic through env.py is refused the same way, before any step runs.
+    with pytest.raises(CommandError, match="r2_expand is partly applied"):
+        alembic_command.downgrade(Config(str(recovery_project.ini)), "expand_root")
+    assert recovery_project.heads() == ["r1_release1"]
+    assert recovery_project.journal() == [(1, "done"), (2, "done"), (3, "done")]
 
     code, _, err = dbsync(recovery_project, capsys, "upgrade", "--expand")
     assert code == 0, err

@@ -185,7 +185,8 @@ class Attack:
         mode = self.rng.choice(modes)
         holder, release = None, threading.Event()
         if mode in ("blocked", "timeout"):
-            table = self.rng.choice(sorted(set().union(*map(history.tables_of, statements))))
+            existing = set(sa.inspect(self.proj.engine).get_table_names())  # not the ones the run creates
+            table = self.rng.choice(sorted(set().union(*map(history.tables_of, statements)) & existing))
             statement = f"LOCK TABLE {table} IN ROW EXCLUSIVE MODE" if self.dialect == "postgresql" \
                 else f"SELECT count(*) FROM {table}"  # noqa: S608 - the test's own table names
             holder = hold_lock(self.proj.engine, statement, release=release)
