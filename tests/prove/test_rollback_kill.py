@@ -153,6 +153,7 @@ class Attack:
         self.chain = ["r1_release1"] + [r.revision for r in revs]
         self.dialect = proj.engine.dialect.name
         self.log: list[str] = []
+        self.target = 0  # where the rollback goes: the revision installed on the empty database
 
     def position(self) -> int:
         (head,) = _read(self.proj, self.proj.heads)
@@ -179,7 +180,7 @@ class Attack:
     def interrupt(self, args: tuple[str, ...], direction: int) -> str:
         """Run ``dbsync *args`` and interrupt it at a drawn point; returns how."""
         start = self.position()
-        pending = self.revs[:start][::-1] if direction == DOWN else self.revs[start:]
+        pending = self.revs[self.target:start][::-1] if direction == DOWN else self.revs[start:]
         statements = [obj for r in pending for obj in r.statements(direction)]
         modes = ["racing", "delay"] if self.dialect == "sqlite" else ["racing", "delay", "blocked", "timeout"]
         mode = self.rng.choice(modes)
@@ -297,7 +298,7 @@ def run_case(seed: int, backend: str, tmp_path, server_for, capsys) -> list[str]
         revs = history.generate(rng, proj.engine.dialect.name, rng.randint(2, 4))
         history.write(proj.directory / "migrations" / "versions", revs)
         attack = Attack(proj, revs, rng, capsys)
-        target = rng.randrange(0, len(attack.chain) - 1)  # installed in one run: the completed release
+        target = attack.target = rng.randrange(0, len(attack.chain) - 1)  # installed in one run: a complete release
         alembic_command.upgrade(Config(str(proj.ini)), attack.chain[target])
         app = App(proj.engine, rng)
         app.write()
