@@ -37,7 +37,7 @@ neither release's): finish the rollback first.
 Only statements alembic's operations execute (``op.add_column``, ``op.execute`` ...)
 are journaled; what a script runs itself on ``op.get_bind()`` is not.  Offline
 (``--sql``) mode keeps no journal.  SQLite is not journaled: its revisions run in
-one transaction.
+one transaction (``sqlite_transactions.py`` makes them one, DDL included).
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ commands hand to the migration context), so that before the first step:
 2. the session gets a bounded lock timeout and every statement is retried with
    backoff when it times out on a lock (``lock_timeout.py``), and each statement
    of a revision is journaled so that an interrupted one resumes (``journal.py``);
+   on SQLite each revision is made one real transaction (``sqlite_transactions.py``);
 3. an ``on_version_apply`` callback records each applied revision's phase in
    ``migrations_policy_revisions``, so ``assert_schema_compatible`` can tell an
    unknown expand revision (fine for older code) from an unknown contract one,
@@ -33,7 +34,7 @@ from typing import Any, Callable
 import sqlalchemy as sa
 from alembic.runtime.migration import RevisionStep, StampStep
 
-from . import drop_guard, gate, journal, lock_timeout
+from . import drop_guard, gate, journal, lock_timeout, sqlite_transactions
 from .config import Settings, load_settings
 from .framework_tables import REVISIONS_TABLE, revision_history_table, revisions_table  # noqa: F401
 from .revisions import applied_revisions, phase_of
@@ -157,6 +158,7 @@ def _guard(context: Any, original: Callable) -> Callable:
         lock_timeout.set_session_lock_timeout(connection, settings.lock_timeout)
         if connection.in_transaction():
             connection.commit()
+        sqlite_transactions.make_transactional(connection)  # SQLite: one transaction per revision
         context.config.attributes[STATS_ATTRIBUTE] = lock_timeout.install_statement_retries(
             migration_context, settings.lock_retries)
         steps = journal.install(migration_context, steps,  # resumable revisions (journal.py)

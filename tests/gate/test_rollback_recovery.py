@@ -150,3 +150,34 @@ def test_rollback_refuses_while_an_expand_is_partly_applied_then_works_once_it_f
     code, _, err = dbsync(recovery_project, capsys, "rollback")
     assert code == 0, err
     assert recovery_project.heads() == ["r1_release1"]
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_sqlite_revision_that_fails_half_way_leaves_nothing_behind_in_either_direction(tmp_path, db_url, capsys):
+    """SQLite keeps no journal: a revision must be one transaction, DDL included (Python's sqlite3
+    commits each DDL statement on its own unless a BEGIN was sent).  A statement that fails after
+    others ran leaves the revision whole, not applied or not reverted, and the rerun works."""
+    failing = 'op.execute("SELECT no_such_function()")'
+    proj = ExpandProject(tmp_path, db_url, f'op.add_column("books", sa.Column("isbn", sa.String(20)))\n{failing}',
+                         downgrade='op.drop_column("books", "isbn")')
+    try:
+        alembic_command.upgrade(Config(str(proj.ini)), "r1_release1")
+        code, _, err = dbsync(proj, capsys, "upgrade", "--expand")
+        assert code == 2 and "no_such_function" in error_line(err)
+        assert proj.heads() == ["r1_release1"] and proj.columns("books") == ["id", "title"]
+
+        proj.write_expand('op.add_column("books", sa.Column("isbn", sa.String(20)))',
+                          downgrade=f'op.drop_column("books", "isbn")\n{failing}')
+        code, _, err = dbsync(proj, capsys, "upgrade", "--expand")
+        assert code == 0, err
+        code, _, err = dbsync(proj, capsys, "rollback", "--force")
+        assert code == 2 and "no_such_function" in error_line(err)
+        assert proj.heads() == ["r2_expand"] and proj.columns("books") == ["id", "title", "isbn"]
+
+        proj.write_expand('op.add_column("books", sa.Column("isbn", sa.String(20)))',
+                          downgrade='op.drop_column("books", "isbn")')
+        code, _, err = dbsync(proj, capsys, "rollback", "--force")
+        assert code == 0, err
+        assert proj.heads() == ["r1_release1"] and proj.columns("books") == ["id", "title"]
+    finally:
+        proj.engine.dispose()

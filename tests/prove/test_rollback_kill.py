@@ -182,7 +182,7 @@ class Attack:
         start = self.position()
         pending = self.revs[self.target:start][::-1] if direction == DOWN else self.revs[start:]
         statements = [obj for r in pending for obj in r.statements(direction)]
-        modes = ["racing", "delay"] if self.dialect == "sqlite" else ["racing", "delay", "blocked", "timeout"]
+        modes = ["racing", "catalog", "delay"] + (["blocked", "timeout"] if self.dialect != "sqlite" else [])
         mode = self.rng.choice(modes)
         holder, release = None, threading.Event()
         if mode in ("blocked", "timeout"):
@@ -200,6 +200,13 @@ class Attack:
                 mode = f"racing:{k}/{len(statements)}"
                 while proc.poll() is None and self._statements_done(direction, start) < k \
                         and time.monotonic() < deadline:
+                    time.sleep(0.003)
+            elif mode == "catalog":  # as soon as a drawn statement's object shows in (or leaves) the catalog
+                k, obj = self.rng.choice([(k, o) for k, o in enumerate(statements, 1) if o is not None])
+                mode = f"catalog:{k}/{len(statements)}"
+                while proc.poll() is None and time.monotonic() < deadline and \
+                        history.present(_read(self.proj, lambda: history.schema(self.proj.engine)), obj) != \
+                        (direction == UP):
                     time.sleep(0.003)
             elif mode == "delay":
                 delay = self.rng.uniform(0.5, 4.0)
@@ -266,6 +273,11 @@ class Attack:
                 # upgrade: statements done are applied, later ones not; downgrade: the reverse
                 assert applied == ((ordinal <= done) == (direction == UP)), (rev.revision, ordinal, obj, entry,
                                                                            self.log)
+        code, out, _ = dbsync(self.proj, self.capsys, "status")  # the text says the same
+        assert code == 0 and out.count("partly ") == len(partly), out
+        for p in partly:
+            state = "applied" if p["direction"] == "upgrade" else "reverted"
+            assert f"revision {p['revision']} partly {state}: {p['done']} of {p['total']} statements" in out, out
         code, out, _ = dbsync(self.proj, self.capsys, "check")
         reverted = any(p["direction"] == "downgrade" for p in partly)
         expected = 2 if reverted else 5 if position == len(self.chain) - 1 else 3
