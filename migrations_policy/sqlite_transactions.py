@@ -8,9 +8,12 @@ statement) would leave its first statements applied or reverted while the versio
 says otherwise, and SQLite keeps no statement journal to resume from (``journal.py``).
 
 So the env.py hook makes every transaction on the migration connection begin with an
-explicit ``BEGIN`` (SQLAlchemy's documented recipe for pysqlite); ``sqlite3`` then leaves
-the transaction alone until alembic commits it after the version-table update: the
-revision's statements and the version move commit, or roll back, together.
+explicit ``BEGIN IMMEDIATE`` (SQLAlchemy's documented recipe for pysqlite); ``sqlite3`` then
+leaves the transaction alone until alembic commits it after the version-table update: the
+revision's statements and the version move commit, or roll back, together.  ``IMMEDIATE``
+takes the write lock at once (waiting out the application's writers with the busy timeout):
+a deferred transaction that read first would have to upgrade its read lock later, and SQLite
+answers "database is locked" at once when a writer of the application holds the lock it needs.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from sqlalchemy.engine import Connection
 def _begin(connection: Connection) -> None:
     driver = connection.connection.driver_connection
     if not getattr(driver, "in_transaction", True):  # sqlite3 has not begun one itself (before DML)
-        connection.exec_driver_sql("BEGIN")
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 def make_transactional(connection: Connection) -> None:

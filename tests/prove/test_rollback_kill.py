@@ -140,7 +140,8 @@ def _read(proj: ExpandProject, read):
     for _ in range(200):
         try:
             return read()
-        except sa.exc.OperationalError:  # SQLite: the run holds the write lock while it commits
+        except (sa.exc.DBAPIError, sa.exc.NoSuchTableError):  # SQLite: the run holds the write lock while
+            # it commits; reflecting while the run drops a table
             time.sleep(0.01)
     return read()
 
