@@ -70,8 +70,10 @@ _FUNCTION = {UPGRADE: "upgrade()", DOWNGRADE: "downgrade()"}
 
 #: "already exists" / "does not exist" answers: a statement that was running when the last run
 #: died and now gets one of these had been applied.  PostgreSQL SQLSTATEs, MariaDB/MySQL errnos.
-_PG_APPLIED = {"42P07", "42701", "42710", "42P06", "42723", "42P01", "42703", "42704"}
-_MYSQL_APPLIED = {1050, 1060, 1061, 1826, 1022, 1091, 1051, 1146}
+#: Triggers (sync triggers) too: MariaDB 1359 "already exists" / 1360 "does not exist", and
+#: PostgreSQL 42883 for a function that no longer exists.
+_PG_APPLIED = {"42P07", "42701", "42710", "42P06", "42723", "42P01", "42703", "42704", "42883"}
+_MYSQL_APPLIED = {1050, 1060, 1061, 1826, 1022, 1091, 1051, 1146, 1359, 1360}
 
 
 class JournalMismatch(CommandError):

@@ -200,3 +200,50 @@ def test_stamping_a_partly_applied_revision_forgets_its_journal(recovery_project
     assert recovery_project.journal() == []
     code, out, _ = dbsync(recovery_project, capsys, "status")
     assert "partly applied" not in out
+
+
+
+@pytest.mark.parametrize("backend", ["mysql"], indirect=True)
+def test_a_trigger_statement_that_was_running_when_the_run_died_counts_as_done_on_resume(tmp_path, db_url, capsys):
+    """MariaDB: a run killed while ``CREATE TRIGGER`` (a sync trigger) or ``DROP TRIGGER`` waited for
+    its lock leaves the statement *running* in the journal, and the server may finish it after the
+    client died.  The rerun must take "trigger already exists" (1359) / "does not exist" (1360) as
+    applied, like a duplicate column; it failed on them, every time.  The state is made as such a
+    kill leaves it: a later statement fails, then the trigger statement's entry is set back to running."""
+    from migrations_policy.sync_triggers import sync_trigger_name
+
+    trigger = sync_trigger_name("books", "title", "label")
+    fail = 'op.execute("SELECT no_such_function()")'
+    up = ('import migrations_policy.sync_triggers\n'
+          'op.add_column("books", sa.Column("label", sa.String(80)))\n'
+          'op.create_sync_trigger("books", old="title", new="label")')  # statement 5: CREATE TRIGGER ..._bu
+    down = (f'op.execute("DROP TRIGGER {trigger}_bi")\nop.execute("DROP TRIGGER {trigger}_bu")\n'
+            'op.drop_column("books", "label")')
+    proj = ExpandProject(tmp_path, db_url, f"{up}\n{fail}", downgrade=down)
+
+    def interrupted_inside(ordinal: int) -> None:
+        with proj.engine.begin() as conn:
+            conn.execute(sa.text("UPDATE migrations_policy_statements SET state = 'running' WHERE ordinal = :o"),
+                         {"o": ordinal})
+
+    try:
+        alembic_command.upgrade(Config(str(proj.ini)), "r1_release1")
+        code, _, err = dbsync(proj, capsys, "upgrade", "--expand")
+        assert code == 2 and "no_such_function" in error_line(err)
+        assert proj.journal() == [(o, "done") for o in range(1, 6)]
+        interrupted_inside(5)
+        proj.write_expand(up, downgrade=down.replace("\nop.drop_column", f"\n{fail}\nop.drop_column"))
+        code, _, err = dbsync(proj, capsys, "upgrade", "--expand")
+        assert code == 0, err
+        assert proj.heads() == ["r2_expand"] and proj.journal() == []
+
+        code, _, err = dbsync(proj, capsys, "rollback", "--force")
+        assert code == 2 and "no_such_function" in error_line(err)
+        assert proj.journal() == [(-2, "done"), (-1, "done")]
+        interrupted_inside(-2)
+        proj.write_expand(up, downgrade=down)
+        code, _, err = dbsync(proj, capsys, "rollback", "--force")
+        assert code == 0, err
+        assert proj.heads() == ["r1_release1"] and proj.columns("books") == ["id", "title"]
+    finally:
+        proj.engine.dispose()
