@@ -5,10 +5,12 @@ installs release 1 plus a random prefix of them on an empty database (a complete
 ``dbsync rollback`` goes back to exactly there), and the app (release N) writes rows.  Then:
 
 * ``rollback``: the rest is expanded (in one or two runs), and ``dbsync rollback`` is
-  interrupted at a random statement, once or twice (SIGKILL of the process as the journal
-  reaches a drawn statement; SIGKILL while a statement waits for a lock an app transaction
-  holds; a lock holder that makes a statement give up; SIGKILL after a drawn delay), then
-  resumed to completion;
+  interrupted at a random statement, once or twice, then resumed to completion.  Modes:
+  SIGKILL as the journal reaches a drawn statement (``racing``) or as a drawn statement's
+  object shows in or leaves the catalog (``catalog``); SIGKILL while a statement waits for a
+  lock an app transaction holds (``blocked``); a lock holder that makes a statement give up
+  after its retries (``timeout``, exit 2); SIGKILL after a drawn delay (``delay``).  SQLite
+  gets the three SIGKILL modes that need no lock;
 * ``interleaved``: ``dbsync upgrade --expand`` is interrupted the same way; while it is partly
   applied, a rollback must be refused (exit 4) and change nothing; the expand is resumed, then
   the rollback is interrupted and resumed as above.
