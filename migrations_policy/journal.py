@@ -18,7 +18,10 @@ of its SQL text and a short description (``add column nodes.meta``).
 * Outside a transaction (every statement on MariaDB/MySQL, a PostgreSQL
   ``autocommit_block``): a ``running`` row is committed before the statement and
   turned into ``done`` (committed) after it; a statement that fails with an
-  error removes its row again.  A ``running`` row left behind means the process
+  error removes its row again, unless it left something behind: a PostgreSQL
+  ``CREATE`` / ``DROP INDEX CONCURRENTLY`` that gave up leaves its index INVALID,
+  and its row stays ``running`` (the revision is reported partly applied or
+  reverted, and the rerun runs the statement again).  A ``running`` row left behind means the process
   died inside that statement: it may or may not have been applied.
 
 When the version table moves for a revision (it completes, is downgraded or
@@ -55,7 +58,7 @@ from alembic.util import CommandError
 from sqlalchemy.engine import Connection
 
 from .framework_tables import JOURNAL_TABLE, journal_table
-from .lock_timeout import LockRetryStats, error_code, in_real_transaction, retry_segments
+from .lock_timeout import LockRetryStats, error_code, in_real_transaction, left_invalid_index, retry_segments
 from .offline_run import record_operations
 from .policy.sql import from_sql
 from .sqltext import statement_text
@@ -226,6 +229,11 @@ class _Run:
                 log.warning("revision %s %s statement %d (%s) had been applied by the interrupted run",
                             self.revision, _FUNCTION[self.direction], ordinal, entry.description)
                 result = None
+            elif self._left_something(construct):  # neither applied nor not: the rerun runs it again
+                log.warning("revision %s %s statement %d (%s) failed half way and left an INVALID index: "
+                            "it stays recorded as running", self.revision, _FUNCTION[self.direction], ordinal,
+                            describe(text))
+                raise
             else:
                 self._forget(ordinal)
                 raise
@@ -235,6 +243,13 @@ class _Run:
         self._record(ordinal, sql_hash, text, DONE, exists=True)
         self._commit()
         return result
+
+    def _left_something(self, construct: Any) -> bool:
+        """A failed ``CREATE``/``DROP INDEX CONCURRENTLY`` that left its index INVALID (PostgreSQL)."""
+        try:
+            return left_invalid_index(self.connection, construct)
+        except sa.exc.DBAPIError:  # connection lost: _forget cannot run either, the row stays running
+            return True
 
     def _forget(self, ordinal: int) -> None:
         """The statement failed with an error: it is not applied, drop its ``running`` row."""
