@@ -124,8 +124,9 @@ def test_concurrent_index_gives_up_then_rerun_drops_the_invalid_index_and_reache
     holder.join()
     assert code == 2, err
     assert index_validity(proj.engine) == [False]  # what the give-up left behind
+    assert proj.journal() == [(1, "done"), (2, "running")]  # so the build is neither applied nor not
     code, out, _ = dbsync(proj, capsys, "status")
-    assert "revision r2_expand partly applied: 1 of 3 statements" in out
+    assert "revision r2_expand partly applied: 1 of 3 statements; statement 2 (create index" in out, out
 
     code, _, err = dbsync(proj, capsys, "upgrade", "--expand")
     assert code == 0, err
