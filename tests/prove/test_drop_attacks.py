@@ -312,3 +312,34 @@ def test_a_raw_form_applies_with_force(tmp_path, db_url, backend, capsys):
         assert _applies(app, attack), attack
     finally:
         app.engine.dispose()
+
+
+def test_a_drop_past_every_hook_on_mariadb_is_not_recorded(tmp_path, db_url, backend, capsys):
+    """MariaDB/MySQL: DDL sent by a private driver call (no hook sees it) commits at once.  The check
+    after upgrade() still refuses to record the revision, with one line naming what was destroyed
+    (exit 7); the journal keeps the statements alembic ran, so ``status`` shows the revision partly
+    applied and ``check`` does not call the schema clean."""
+    if backend != "mysql":
+        pytest.skip("PostgreSQL and SQLite roll back or refuse before the database acts (the attack test)")
+    app = expanded_app(tmp_path, db_url)
+    try:
+        column = random.choice(sorted(TARGETS))
+        _install(app, Attack("pymysql_private_command", column, "contract_without_requirements",
+                             "dbsync upgrade --contract"), "mysql")
+        capsys.readouterr()
+        assert app.dbsync("upgrade", "--contract") == EXIT_DESTROYED
+        err = capsys.readouterr().err
+        (line,) = [line for line in err.splitlines() if line.startswith("dbsync: error:")]
+        assert f"nodes.{column}" in line and TARGETS[column] in line and "not recorded as applied" in line, line
+        assert ATTACK_REV not in app.heads() and column not in app.columns("nodes")
+        assert app.dbsync("status") in (0, 1, 2)
+        assert f"revision {ATTACK_REV} partly applied" in capsys.readouterr().out
+        assert app.dbsync("check") in (2, 4)  # never 0 or 5 ("contract allowed")
+        assert f"revision {ATTACK_REV} partly applied" in capsys.readouterr().out
+        capsys.readouterr()
+        assert app.dbsync("upgrade", "--contract") == 2  # its raw drop runs again and fails: one line
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and "migration failed: " in err, err
+        assert ATTACK_REV not in app.heads()
+    finally:
+        app.engine.dispose()
