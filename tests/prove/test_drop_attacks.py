@@ -99,6 +99,13 @@ FORMS = {
                                              f'pymysql.cursors.SSCursor(raw).execute("ALTER TABLE nodes DROP COLUMN {c}")'),
     "pymysql_private_command": lambda c, d: _RAW + (f'raw._execute_command(3, "ALTER TABLE nodes DROP COLUMN {c}")\n'
                                                     'raw._read_query_result()'),
+    # -- a script that takes the driver hook off before dropping (on purpose, not by mistake) ---
+    "sqlite_authorizer_reset": lambda c, d: _RAW + ('raw.set_authorizer(None)\n'
+                                                    f'raw.execute("ALTER TABLE nodes DROP COLUMN {c}")'),
+    "psycopg_factory_reset": lambda c, d: _RAW + ('import psycopg\nraw.cursor_factory = psycopg.Cursor\n'
+                                                  f'raw.execute("ALTER TABLE nodes DROP COLUMN {c}")'),
+    "pymysql_query_reset": lambda c, d: _RAW + ('del raw.query\n'
+                                                f'raw.query("ALTER TABLE nodes DROP COLUMN {c}")'),
 }
 #: The dialects a form can be sent on (every dialect when not listed): psycopg alone runs two
 #: statements in one call; each driver's own API on its own dialect.
@@ -107,9 +114,12 @@ DIALECTS = {"two_statements": {"postgresql"}, "psycopg_two_statements": {"postgr
                (("sqlite_", "sqlite"), ("psycopg_", "postgresql"), ("pymysql_", "mysql"))
                if form.startswith(prefix)}}
 #: Forms that get past every check before the database (a cursor class or private call the
-#: driver hooks do not see): the check after ``upgrade()`` refuses them.  On PostgreSQL the
-#: revision's transaction rolls the drop back; MariaDB/MySQL's DDL has committed (exit 7).
-FINAL_CHECK_ONLY = {"psycopg_client_cursor", "psycopg_pgconn", "pymysql_private_command"}
+#: driver hooks do not see, a script that removes the hook): the check after ``upgrade()``
+#: refuses them.  On PostgreSQL the revision's transaction rolls the drop back; on MariaDB/MySQL
+#: and SQLite the DDL has committed (exit 7, the data is gone, the revision is not recorded).
+FINAL_CHECK_ONLY = {"psycopg_client_cursor", "psycopg_pgconn", "pymysql_private_command", "sqlite_authorizer_reset",
+                    "psycopg_factory_reset", "pymysql_query_reset"}
+COMMITTED_DDL = {"mysql", "sqlite"}
 EXIT_DESTROYED = 7
 PLACEMENTS = {  # (directory, down_revision, depends_on)
     "contract_without_requirements": ("contract", "contract_root", EXPAND_HEAD),
@@ -173,7 +183,7 @@ def _applies(app: App, attack: Attack) -> bool:
 def _expected_exits(attack: Attack, backend: str) -> tuple[int, ...]:
     if attack.placement == "expand_branch" and attack.route == "dbsync upgrade --contract":
         return (0,)  # the route does not apply the expand branch at all
-    refused = EXIT_DESTROYED if attack.form in FINAL_CHECK_ONLY and backend == "mysql" else 4
+    refused = EXIT_DESTROYED if attack.form in FINAL_CHECK_ONLY and backend in COMMITTED_DDL else 4
     if attack.placement == "expand_branch" and attack.route == "dbsync upgrade":
         return (2, refused)  # 2: the expand is refused first, for release 1's unversioned rows
     return (refused,)
@@ -188,7 +198,7 @@ def test_no_undeclared_drop_loses_pending_data(tmp_path, backend, capsys):
         if os.environ.get("MP_DROP_ATTACK_VERBOSE"):
             print(f"{attack}: exit {code}: {output.strip()}", file=sys.__stderr__)
         problems = []
-        committed_ddl = attack.form in FINAL_CHECK_ONLY and backend == "mysql"  # seen after the fact
+        committed_ddl = attack.form in FINAL_CHECK_ONLY and backend in COMMITTED_DDL  # seen after the fact
         if not _column_intact(app, attack.column) and not (committed_ddl and code in (None, EXIT_DESTROYED)):
             problems.append("DATA DROPPED")
         if ATTACK_REV in app.heads():
