@@ -180,7 +180,6 @@ def _pymysql_query(driver: Any, watch: Watch) -> Iterator[None]:
     try:
         yield
     finally:
-        if own is None:
-            del driver.query
-        else:
+        vars(driver).pop("query", None)  # the revision may have replaced or removed it
+        if own is not None:
             driver.query = own

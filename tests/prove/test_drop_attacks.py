@@ -104,7 +104,7 @@ FORMS = {
                                                     f'raw.execute("ALTER TABLE nodes DROP COLUMN {c}")'),
     "psycopg_factory_reset": lambda c, d: _RAW + ('import psycopg\nraw.cursor_factory = psycopg.Cursor\n'
                                                   f'raw.execute("ALTER TABLE nodes DROP COLUMN {c}")'),
-    "pymysql_query_reset": lambda c, d: _RAW + ('del raw.query\n'
+    "pymysql_query_reset": lambda c, d: _RAW + ('raw.query = type(raw).query.__get__(raw)\n'
                                                 f'raw.query("ALTER TABLE nodes DROP COLUMN {c}")'),
 }
 #: The dialects a form can be sent on (every dialect when not listed): psycopg alone runs two
