@@ -156,6 +156,9 @@ class StatusResult(Result):
             lines.extend(f"  {p.describe()}" for p in state.verdict.pending)
             lines.extend(f"  {c} needs expand revision {e} applied first" for c, e in state.verdict.missing_expand)
             lines.extend(f"  {v.describe()}" for v in state.verdict.violations)
+            if state.verdict.deferred:
+                lines.append(f"  existing rows not yet checked against {len(state.verdict.deferred)} constraint(s) "
+                             "it adds (checked once nothing else is pending; --exact checks now)")
         if state.object_versions is not None and not state.object_versions.ok:
             lines.append("object versions: " + "; ".join(state.object_versions.problems()))
         return "\n".join(lines)
