@@ -145,13 +145,17 @@ class _Watch:
         finally:
             self.busy = busy
 
-    def start(self) -> None:
+    def start(self, complete: set[str]) -> None:
         """Probe, before the revision runs, the migrations the gate did not judge: the driver hooks
-        that cannot query (SQLite's authorizer) and the final check decide against these."""
+        that cannot query (SQLite's authorizer) and the final check decide against these.  *complete*:
+        those an earlier revision of the run found complete, not probed again (proving a migration
+        complete reads its table; like the gate's verdict, it stands for the run); grows."""
         from .data.pending import pending_migrations
 
         with self._probing():
-            probed = pending_migrations(self.connection, [m for m in self.registry if m.name not in self.settled])
+            probed = pending_migrations(self.connection, [m for m in self.registry
+                                                          if m.name not in self.settled and m.name not in complete])
+        complete.update(p.name for p in probed if p.remaining == 0)
         self.unfinished = {p.name: p for p in probed if p.remaining}
 
     def _refuse(self, found: dict[str, tuple[Any, list[str]]], **how: Any) -> BaseException:
@@ -220,7 +224,8 @@ def _rolls_back(connection: Connection) -> bool:
 
 @contextlib.contextmanager
 def watching(connection: Connection, registry: Any, revision: str,
-             refuse: Callable[..., BaseException], settled: Iterable[str] = ()) -> Iterator[None]:
+             refuse: Callable[..., BaseException], settled: Iterable[str] = (),
+             complete: set[str] | None = None) -> Iterator[None]:
     """While the block runs *revision*, refuse (raise ``refuse(revision, found)``) anything on
     *connection* that drops or renames what an unfinished migration reads: each statement SQLAlchemy
     sends (``before_cursor_execute``), each one sent to the driver directly (``raw_paths``), and,
@@ -228,11 +233,12 @@ def watching(connection: Connection, registry: Any, revision: str,
     whether the drop is beyond the transaction's rollback).  *settled*: migrations the gate judged
     before the run (complete, or forced), which are not probed again — the gate's verdict stands for
     them (a contract that removed the sync triggers first lets release N+1's writes leave the old
-    columns behind, on purpose)."""
+    columns behind, on purpose).  *complete*: the run's migrations found complete by an earlier
+    revision's watch (see ``_Watch.start``); pass the same set to every revision of a run."""
     from . import raw_paths
 
     watch = _Watch(connection, registry, revision, refuse, settled)
-    watch.start()
+    watch.start(set() if complete is None else complete)
 
     def before_cursor_execute(conn, cursor, statement, parameters, context, executemany):
         if isinstance(statement, str):

@@ -185,10 +185,12 @@ def _watch_drops(context: Any, connection: Any, steps: list, registry: Any, judg
         return gate.GateRefused(gate.GateVerdict(pending=gate.readers_pending(found, lambda what: [revision])),
                                 how_to_finish(context.config))
 
+    complete: set[str] = set()  # found complete by a revision's watch: not probed again this run
+
     def watched(revision: str, migration_fn: Callable) -> Callable:
         @functools.wraps(migration_fn)  # alembic names the step after the function ("upgrade")
         def migrate(**kw: Any) -> Any:
-            with drop_guard.watching(connection, registry, revision, refuse, settled=judged):
+            with drop_guard.watching(connection, registry, revision, refuse, settled=judged, complete=complete):
                 return migration_fn(**kw)
 
         return migrate
