@@ -263,9 +263,9 @@ def _unrelated_statements(rng: random.Random, dialect: str) -> list[str]:
     steps = [[f"CREATE TABLE {scratch} (id INTEGER PRIMARY KEY, note VARCHAR(20))"],
              [f"INSERT INTO {scratch} (id, note) VALUES ({n}, 'n{n}')" for n in range(rng.randint(1, 3))],
              [f"ALTER TABLE {scratch} ADD COLUMN extra VARCHAR(20)", f"UPDATE {scratch} SET extra = note"],
-             [f"CREATE INDEX {index} ON nodes (id)"]]
-    if rng.random() < 0.5:
-        steps.append([f"DROP INDEX {index} ON nodes" if dialect == "mysql" else f"DROP INDEX {index}"])
+             [f"CREATE INDEX {index} ON nodes (id)",  # and, half the time, its drop (one step: both or neither)
+              *([f"DROP INDEX {index} ON nodes" if dialect == "mysql" else f"DROP INDEX {index}"]
+                if rng.random() < 0.5 else [])]]
     steps.append([f"ALTER TABLE {scratch} RENAME TO {scratch}_b", f"DROP TABLE {scratch}_b"]
                  if rng.random() < 0.5 else [f"DROP TABLE {scratch}"])
     return [statement for step in steps if step is steps[0] or rng.random() < 0.8 for statement in step]
