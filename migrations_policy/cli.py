@@ -187,7 +187,8 @@ DBSYNC_COMMANDS: list[CommandSpec] = [
                        "with no flag, expand was applied and contract was not",
                     7: "a revision destroyed a table or column an unfinished data migration reads, by a path no "
                        "check saw before the database acted (a driver's private call), and its DDL had committed "
-                       "(MariaDB/MySQL, SQLite): it is not recorded as applied; the one line names what is gone"},
+                       "(MariaDB/MySQL; SQLite after executescript): it is not recorded as applied; the one line names "
+                       "what is gone"},
     ),
     CommandSpec(
         "status",
@@ -249,6 +250,7 @@ DBSYNC_COMMANDS: list[CommandSpec] = [
                     "rows whose only copy is in a dropped column or table and refuses unless --force.",
         exit_codes={**COMMON_EXIT_CODES,
                     4: "refused: the release's contract has run, or rows would be lost (use --force), "
+                       "or an expand revision is partly applied (finish it with upgrade --expand), "
                        "or env.py is not wired to the gate"},
     ),
 ]

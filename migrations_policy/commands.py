@@ -43,8 +43,8 @@ def _alembic_watched(running, fn, *args, **kwargs) -> None:
         raise PolicyError(f"migration failed: {where}: {_one_line(exc)}") from None
     except (GateRefused, NotWired, DataDestroyed) as exc:
         raise PolicyError(str(exc), exit_code=exc.exit_code) from None
-    except CommandError as exc:
-        raise PolicyError(f"alembic: {_one_line(exc)}") from None
+    except CommandError as exc:  # journal.py's refusals carry their own exit code
+        raise PolicyError(f"alembic: {_one_line(exc)}", exit_code=getattr(exc, "exit_code", None)) from None
     except (ImportError, OSError) as exc:  # env.py missing, or the project's env.py cannot import its code
         raise PolicyError(f"alembic: cannot load the environment's env.py: {_one_line(exc)}") from None
     except sa_exc.DBAPIError as exc:

@@ -26,9 +26,10 @@ rows that migration has not moved yet.  So what a revision *does* decides too:
   table and column an unfinished migration read when the revision started must
   still be there unless a check above let it go: whatever path no hook saw (a
   cursor class built by hand, libpq, a driver's private call) is refused there.
-  PostgreSQL rolls the revision's transaction back; where the DDL had committed
-  (MariaDB/MySQL; SQLite's driver commits DDL as it runs) the revision is not
-  recorded and ``refuse(..., committed=True)`` says what is gone.
+  PostgreSQL and SQLite roll the revision's transaction back; where the DDL had
+  committed (MariaDB/MySQL; SQLite after a script's ``executescript``, which commits
+  first) the revision is not recorded and ``refuse(..., committed=True)`` says what
+  is gone.
 
 All of them ask one function, :func:`readers`.  ``--force`` lets them through (the
 gate records the force).
@@ -215,10 +216,13 @@ class _Watch:
 
 
 def _rolls_back(connection: Connection) -> bool:
-    """Whether rolling back the run's transaction undoes the revision's DDL (PostgreSQL in a
-    transaction; SQLite's driver commits DDL sent outside a transaction, MariaDB/MySQL every DDL)."""
+    """Whether rolling back the run's transaction undoes the revision's DDL: PostgreSQL in a
+    transaction; SQLite while its driver holds one open (``sqlite_transactions``: a revision is one
+    transaction, unless a script's ``executescript`` committed it); never MariaDB/MySQL."""
     from .lock_timeout import in_real_transaction
 
+    if connection.dialect.name == "sqlite":
+        return bool(getattr(connection.connection.driver_connection, "in_transaction", False))
     return in_real_transaction(connection)
 
 

@@ -102,6 +102,8 @@ FORMS = {
     # -- a script that takes the driver hook off before dropping (on purpose, not by mistake) ---
     "sqlite_authorizer_reset": lambda c, d: _RAW + ('raw.set_authorizer(None)\n'
                                                     f'raw.execute("ALTER TABLE nodes DROP COLUMN {c}")'),
+    "sqlite_authorizer_reset_then_script": lambda c, d: _RAW + (
+        f'raw.set_authorizer(None)\nraw.executescript("ALTER TABLE nodes DROP COLUMN {c};")'),
     "psycopg_factory_reset": lambda c, d: _RAW + ('import psycopg\nraw.cursor_factory = psycopg.Cursor\n'
                                                   f'raw.execute("ALTER TABLE nodes DROP COLUMN {c}")'),
     "pymysql_query_reset": lambda c, d: _RAW + ('raw.query = type(raw).query.__get__(raw)\n'
@@ -115,11 +117,16 @@ DIALECTS = {"two_statements": {"postgresql"}, "psycopg_two_statements": {"postgr
                if form.startswith(prefix)}}
 #: Forms that get past every check before the database (a cursor class or private call the
 #: driver hooks do not see, a script that removes the hook): the check after ``upgrade()``
-#: refuses them.  On PostgreSQL the revision's transaction rolls the drop back; on MariaDB/MySQL
-#: and SQLite the DDL has committed (exit 7, the data is gone, the revision is not recorded).
+#: refuses them.  PostgreSQL and SQLite roll the revision's transaction back, except after
+#: sqlite3's executescript (it commits first); MariaDB/MySQL's DDL has committed (exit 7, the
+#: data is gone, the revision is not recorded).
 FINAL_CHECK_ONLY = {"psycopg_client_cursor", "psycopg_pgconn", "pymysql_private_command", "sqlite_authorizer_reset",
-                    "psycopg_factory_reset", "pymysql_query_reset"}
-COMMITTED_DDL = {"mysql", "sqlite"}
+                    "sqlite_authorizer_reset_then_script", "psycopg_factory_reset", "pymysql_query_reset"}
+
+
+def _committed(form: str, backend: str) -> bool:
+    """Whether the drop is beyond the rollback when the check after upgrade() sees it."""
+    return form in FINAL_CHECK_ONLY and (backend == "mysql" or form == "sqlite_authorizer_reset_then_script")
 EXIT_DESTROYED = 7
 PLACEMENTS = {  # (directory, down_revision, depends_on)
     "contract_without_requirements": ("contract", "contract_root", EXPAND_HEAD),
@@ -183,7 +190,7 @@ def _applies(app: App, attack: Attack) -> bool:
 def _expected_exits(attack: Attack, backend: str) -> tuple[int, ...]:
     if attack.placement == "expand_branch" and attack.route == "dbsync upgrade --contract":
         return (0,)  # the route does not apply the expand branch at all
-    refused = EXIT_DESTROYED if attack.form in FINAL_CHECK_ONLY and backend in COMMITTED_DDL else 4
+    refused = EXIT_DESTROYED if _committed(attack.form, backend) else 4
     if attack.placement == "expand_branch" and attack.route == "dbsync upgrade":
         return (2, refused)  # 2: the expand is refused first, for release 1's unversioned rows
     return (refused,)
@@ -198,7 +205,7 @@ def test_no_undeclared_drop_loses_pending_data(tmp_path, backend, capsys):
         if os.environ.get("MP_DROP_ATTACK_VERBOSE"):
             print(f"{attack}: exit {code}: {output.strip()}", file=sys.__stderr__)
         problems = []
-        committed_ddl = attack.form in FINAL_CHECK_ONLY and backend in COMMITTED_DDL  # seen after the fact
+        committed_ddl = _committed(attack.form, backend)  # seen after the fact
         if not _column_intact(app, attack.column) and not (committed_ddl and code in (None, EXIT_DESTROYED)):
             problems.append("DATA DROPPED")
         if ATTACK_REV in app.heads():
