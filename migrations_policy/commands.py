@@ -18,7 +18,7 @@ from alembic.util import CommandError
 from sqlalchemy import exc as sa_exc
 
 from .errors import PolicyError, UsageError
-from .gate import GateRefused, NotWired
+from .gate import DataDestroyed, GateRefused, NotWired
 from .lock_timeout import is_retryable
 from .progress import watch
 from .project import Project, _one_line
@@ -41,7 +41,7 @@ def _alembic_watched(running, fn, *args, **kwargs) -> None:
     except NotImplementedError as exc:  # an op this dialect cannot run (SQLite: ALTER of constraints)
         where = running.describe() or "a revision"
         raise PolicyError(f"migration failed: {where}: {_one_line(exc)}") from None
-    except (GateRefused, NotWired) as exc:
+    except (GateRefused, NotWired, DataDestroyed) as exc:
         raise PolicyError(str(exc), exit_code=exc.exit_code) from None
     except CommandError as exc:  # journal.py's refusals carry their own exit code
         raise PolicyError(f"alembic: {_one_line(exc)}", exit_code=getattr(exc, "exit_code", None)) from None
@@ -54,6 +54,17 @@ def _alembic_watched(running, fn, *args, **kwargs) -> None:
                               "(statements that committed before it are journaled: `dbsync status` shows them), "
                               "rerun when that transaction has finished: the rerun resumes") from None
         raise PolicyError(f"migration failed: {running.describe() or 'a revision'}: {_one_line(exc)}") from None
+    except Exception as exc:
+        if not _is_driver_error(exc):
+            raise
+        # a revision that used the DB-API connection itself (op.get_bind().connection...)
+        raise PolicyError(f"migration failed: {running.describe() or 'a revision'}: {_one_line(exc)}") from None
+
+
+def _is_driver_error(exc: BaseException) -> bool:
+    """A PEP 249 driver's own error (sqlite3, psycopg, PyMySQL ...), not wrapped by SQLAlchemy."""
+    return any(k.__name__ in ("DatabaseError", "InterfaceError") and k.__module__ != __name__
+               for k in type(exc).__mro__)
 
 
 def _run_alembic_on(project: Project, conn, fn, *args, **kwargs) -> None:

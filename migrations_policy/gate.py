@@ -68,6 +68,9 @@ NOT_CHECKED = "not checked"
 
 #: Exit code of dbsync when the gate refuses.
 EXIT_REFUSED = 4
+#: Exit code of dbsync when a revision destroyed, past every check before the database, what an
+#: unfinished data migration reads, and its DDL had committed (MariaDB/MySQL): not recorded as applied.
+EXIT_DESTROYED = 7
 
 VIOLATIONS_ADVICE = ("Existing rows violate a constraint the contract adds: fix or delete them (an online data "
                      "migration is the place), then rerun. --force does not override this: the constraint's DDL "
@@ -169,6 +172,20 @@ class GateRefused(CommandError):
         if verdict.violations:
             lines.append(VIOLATIONS_ADVICE)
         super().__init__("\n".join(lines))
+
+
+class DataDestroyed(CommandError):
+    """A revision dropped what an unfinished migration reads by a path no check saw before the
+    database acted, and the DDL committed: the revision is not recorded as applied (one line)."""
+
+    exit_code = EXIT_DESTROYED
+
+    def __init__(self, revision: str, found: dict[str, tuple[Any, list[str]]]):
+        what = "; ".join(f"{', '.join(items)} (read by unfinished data migration {name})"
+                         for name, (_, items) in sorted(found.items()))
+        super().__init__(f"revision {revision} destroyed {what}, past the checks before each statement; its DDL "
+                         "had committed, so the data is gone: the revision is not recorded as applied. Restore "
+                         "the data from a backup (or accept the loss), then rerun")
 
 
 class NotWired(CommandError):

@@ -191,17 +191,23 @@ def _refuse_half_done(context: Any, connection: Any, steps: list, entering: list
 
 def _watch_drops(context: Any, connection: Any, steps: list, registry: Any, judged: frozenset) -> None:
     """Every upgrade step runs under ``drop_guard.watching``: a statement dropping what an
-    unfinished data migration reads is refused as it is about to execute (however it is sent).
+    unfinished data migration reads is refused as it is about to execute (sent through SQLAlchemy
+    or straight to the driver), and a revision after which such a column is gone anyway is not
+    recorded (``gate.DataDestroyed`` when its DDL had committed).
     Migrations the gate judged before the run (*judged*) are not probed again: once a contract has
     removed its sync triggers, release N+1's writes leave the old columns behind on purpose."""
-    def refuse(revision: str, found: dict) -> gate.GateRefused:
+    def refuse(revision: str, found: dict, committed: bool = False) -> Exception:
+        if committed:  # seen after upgrade(), and the drop is beyond the transaction's rollback
+            return gate.DataDestroyed(revision, found)
         return gate.GateRefused(gate.GateVerdict(pending=gate.readers_pending(found, lambda what: [revision])),
                                 how_to_finish(context.config))
+
+    complete: set[str] = set()  # found complete by a revision's watch: not probed again this run
 
     def watched(revision: str, migration_fn: Callable) -> Callable:
         @functools.wraps(migration_fn)  # alembic names the step after the function ("upgrade")
         def migrate(**kw: Any) -> Any:
-            with drop_guard.watching(connection, registry, revision, refuse, settled=judged):
+            with drop_guard.watching(connection, registry, revision, refuse, settled=judged, complete=complete):
                 return migration_fn(**kw)
 
         return migrate

@@ -49,17 +49,22 @@ def count_pending(conn: Connection, migration: DataMigration, where: Any = None)
     return int(conn.execute(sa.select(sa.func.count()).select_from(migration.table).where(condition)).scalar())
 
 
-def missing_columns(conn: Connection, migration: DataMigration, inspector: Any = None) -> list[str]:
-    """``table`` or ``table.column`` the migration uses that the database does not have."""
+def absent(conn: Connection, migration: DataMigration, inspector: Any = None) -> list[tuple[str, str | None]]:
+    """``(table, None)`` or ``(table, column)`` the migration uses that the database does not have."""
     inspector = inspector or sa.inspect(conn)
-    missing = []
+    missing: list[tuple[str, str | None]] = []
     for table, columns in sorted(migration.columns_used().items()):
         if not inspector.has_table(table):
-            missing.append(table)
+            missing.append((table, None))
             continue
         present = {c["name"].lower() for c in inspector.get_columns(table)}
-        missing.extend(f"{table}.{c}" for c in sorted(columns) if c.lower() not in present)
+        missing.extend((table, c) for c in sorted(columns) if c.lower() not in present)
     return missing
+
+
+def missing_columns(conn: Connection, migration: DataMigration, inspector: Any = None) -> list[str]:
+    """``table`` or ``table.column`` the migration uses that the database does not have."""
+    return [table if column is None else f"{table}.{column}" for table, column in absent(conn, migration, inspector)]
 
 
 #: Keys of the first window a probe looks at.  A pending predicate with an anti-join (``NOT

@@ -21,21 +21,16 @@ refusing everything: once the data is migrated, the same contract applies.
 from __future__ import annotations
 
 import itertools
-import os
-import random
 import textwrap
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from alembic import command as alembic_command
 
 from ..gate.conftest import ROWS, App
-from ..helpers import copy_example, forget_example_modules, set_ini_option
+from .attacks import EXPAND_HEAD, draw, expanded_app, run_attacks, run_route, skip_most_on_servers
 
 CONTRACT_REV = "r3_drop_extra_name"
-EXPAND_HEAD = "r2_meta_display_name_version"
 NEEDED = ("nodes_extra_to_meta", "nodes_name_to_display_name")
 _NEEDED = repr(NEEDED)
 
@@ -93,16 +88,6 @@ def _all_attacks() -> list[Attack]:
     return found
 
 
-def _draw(backend: str) -> tuple[int, list[Attack]]:
-    seed = int(os.environ.get("MP_GATE_ATTACK_SEED") or random.SystemRandom().randrange(1 << 30))
-    everything = _all_attacks()
-    wanted = os.environ.get("MP_GATE_ATTACKS", "14")
-    if wanted == "all":
-        return seed, everything
-    rng = random.Random(f"{seed}-{backend}")
-    return seed, rng.sample(everything, min(int(wanted), len(everything)))
-
-
 def contract_source(form: str, position: str, placement: str) -> tuple[str, str]:
     """(directory, source) of the rewritten release-3 contract revision."""
     module_level, call = FORMS[form]
@@ -139,17 +124,6 @@ def _install(app: App, attack: Attack) -> None:
         env_py.write_text(text.replace(",\n                      **policy.configure_options(context))", ")"))
 
 
-def _expanded_app(tmp_path: Path, db_url) -> App:
-    forget_example_modules()
-    ini = copy_example(tmp_path)
-    set_ini_option(ini, "migrations_policy", "lock_timeout", "1")
-    app = App(ini, db_url)
-    app.alembic_upgrade("r1_inventory")
-    app.seed_release1()
-    assert app.dbsync("upgrade", "--expand") == 0
-    return app
-
-
 def _data_intact(app: App) -> bool:
     if not {"extra", "name"} <= app.columns("nodes"):
         return False
@@ -158,70 +132,32 @@ def _data_intact(app: App) -> bool:
     return tuple(row) == (ROWS, ROWS, ROWS)
 
 
-def _run_route(app: App, route: str, capsys) -> tuple[int | None, str]:
-    """Run *route*; (dbsync exit code or None for alembic, what it printed or raised)."""
-    words = route.split()
-    capsys.readouterr()
-    if words[0] == "dbsync":
-        code = app.dbsync(*words[1:])
-        captured = capsys.readouterr()
-        return code, captured.out + captured.err
-    project = app.project()
-    try:
-        getattr(alembic_command, words[1])(project.alembic_config, words[2])
-        return None, ""
-    except Exception as exc:  # alembic's CLI prints any of them as FAILED: ...
-        return None, f"{type(exc).__name__}: {exc}"
-    finally:
-        project.dispose()
-
-
-def _fresh_url(backend: str, directory: Path) -> sa.URL:
-    from ..conftest import get_server
-
-    if backend == "sqlite":
-        return sa.URL.create("sqlite", database=str(directory / "test.db"))
-    return get_server(backend).create_database()
-
-
 def test_no_attack_drops_pending_data(tmp_path, backend, capsys):
-    from ..conftest import get_server
+    seed, attacks = draw(_all_attacks(), backend, "MP_GATE_ATTACKS", "MP_GATE_ATTACK_SEED", 14)
 
-    seed, attacks = _draw(backend)
-    failures = []
-    for number, attack in enumerate(attacks):
-        directory = tmp_path / f"attack{number}"
-        directory.mkdir()
-        url = _fresh_url(backend, directory)
-        app = _expanded_app(directory, url)
-        try:
-            _install(app, attack)
-            code, output = _run_route(app, attack.route, capsys)
-            problems = []
-            if not _data_intact(app):
-                problems.append("DATA DROPPED")
-            if CONTRACT_REV in app.heads():
-                problems.append("contract recorded as applied")
-            if "Traceback" in output:
-                problems.append("traceback")
-            if code is not None and code not in (0, 2, 4):  # 2: refused before expand (object versions)
-                problems.append(f"exit {code}")
-            if problems:
-                failures.append(f"{attack}: {', '.join(problems)} ({output.strip()[:300]})")
-        finally:
-            app.engine.dispose()
-            if backend != "sqlite":
-                get_server(backend).drop_database(url)
-    assert not failures, f"seed {seed} (MP_GATE_ATTACK_SEED={seed} replays it):\n" + "\n".join(failures)
+    def attempt(app: App, attack: Attack) -> list[str]:
+        _install(app, attack)
+        code, output = run_route(app, attack.route, capsys)
+        problems = []
+        if not _data_intact(app):
+            problems.append("DATA DROPPED")
+        if CONTRACT_REV in app.heads():
+            problems.append("contract recorded as applied")
+        if "Traceback" in output:
+            problems.append("traceback")
+        if code is not None and code not in (0, 2, 4):  # 2: refused before expand (object versions)
+            problems.append(f"exit {code}")
+        return problems and [*problems, f"({output.strip()[:300]})"]
+
+    run_attacks(tmp_path, backend, seed, "MP_GATE_ATTACK_SEED", attacks, attempt)
 
 
 @pytest.mark.parametrize("form", sorted(FORMS))
 def test_each_form_applies_once_the_data_is_migrated(tmp_path, db_url, backend, form, capsys):
     """The control: the gate judges, it does not refuse everything.  (On the server backends a
     third of the forms, drawn at random, to keep the suite short.)"""
-    if backend != "sqlite" and random.Random(f"{form}-{backend}-{os.getpid()}").random() > 0.34:
-        pytest.skip("drawn out this run (SQLite runs every form)")
-    app = _expanded_app(tmp_path, db_url)
+    skip_most_on_servers(form, backend)
+    app = expanded_app(tmp_path, db_url)
     try:
         _install(app, Attack(form, "after" if FORMS[form][1] and form not in RUNTIME_ONLY else "before",
                              "contract_branch", "wired", "dbsync upgrade --contract"))
@@ -243,7 +179,7 @@ def test_each_form_applies_once_the_data_is_migrated(tmp_path, db_url, backend, 
 
 
 def test_an_emptied_version_table_is_not_a_fresh_database(tmp_path, db_url, backend, capsys):
-    app = _expanded_app(tmp_path, db_url)
+    app = expanded_app(tmp_path, db_url)
     try:
         with app.engine.begin() as conn:
             conn.execute(sa.text("DELETE FROM alembic_version"))
@@ -251,14 +187,14 @@ def test_an_emptied_version_table_is_not_a_fresh_database(tmp_path, db_url, back
         assert app.dbsync("status") in (0, 1, 2)
         assert "contract: allowed" not in capsys.readouterr().out
         for route in ("alembic upgrade heads", "dbsync upgrade --contract", f"alembic upgrade {CONTRACT_REV}"):
-            _run_route(app, route, capsys)
+            run_route(app, route, capsys)
             assert _data_intact(app), route
     finally:
         app.engine.dispose()
 
 
 def test_stamp_across_the_gate_needs_force_and_is_kept_in_the_history(tmp_path, db_url, backend, capsys):
-    app = _expanded_app(tmp_path, db_url)
+    app = expanded_app(tmp_path, db_url)
     try:
         before = app.heads()
         assert app.dbsync("stamp", CONTRACT_REV) == 4

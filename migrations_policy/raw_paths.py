@@ -1,0 +1,185 @@
+"""The drop guard on the paths no SQLAlchemy event sees: the migration connection's DB-API driver.
+
+A revision can reach the driver under SQLAlchemy:
+``op.get_bind().connection.dbapi_connection.cursor().execute(...)``, the pool
+proxy's ``cursor()``, psycopg's ``connection.execute``, sqlite3's
+``executescript``, PyMySQL's ``query``.  For the length of a watched revision,
+:func:`installed` puts one hook on the migration connection's driver that hands
+each statement (or, on SQLite, each object the database is about to drop or
+alter) to the drop guard's watch, which decides with the same rules as for
+SQLAlchemy's statements (``drop_guard``) and refuses before the database acts:
+
+* SQLite: ``set_authorizer``.  The database itself reports every drop and alter
+  (``SQLITE_DROP_TABLE``, ``SQLITE_ALTER_TABLE`` with the column for a DROP COLUMN)
+  while it prepares a statement, whatever sent it: ``execute``, ``executescript``,
+  any cursor.  A RENAME (table or column) and an ADD COLUMN name no column: they
+  count as changing the whole table.
+* psycopg 3: the connection's ``cursor_factory`` becomes a subclass of it that
+  judges ``execute``/``executemany``/``stream`` (``connection.execute`` makes its
+  cursor there too).  A cursor class built directly (``psycopg.ClientCursor(conn)``)
+  or libpq itself (``conn.pgconn.exec_``) is not seen: the check after ``upgrade()``
+  refuses those, and the revision's transaction rolls them back.
+* PyMySQL: the connection's ``query`` (every cursor class sends through it, and
+  it is public API).  Its private ``_execute_command`` is not seen: the check after
+  ``upgrade()`` refuses the revision, but the DDL has committed.
+
+SQLAlchemy's own statements reach the driver too; they were judged at
+``before_cursor_execute``, so the hooks let them through while SQLAlchemy executes
+them (the dialect's ``do_execute`` events, :func:`through_sqlalchemy`).
+
+Everything installed is removed when the revision ends, on error too (SQLite's
+authorizer is reset to none: sqlite3 cannot tell which one was set before).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from typing import Any, Callable, Iterator, Protocol
+
+from sqlalchemy import event
+from sqlalchemy.engine import Connection
+
+
+class Watch(Protocol):
+    def passing(self) -> bool:
+        """True while a statement SQLAlchemy sent (already judged) or the guard's own probe runs."""
+
+    def judge_statement(self, statement: str) -> None:
+        """Raise the refusal when *statement* drops what an unfinished migration reads."""
+
+    def judge_gone(self, gone: list[tuple[str, str | None]]) -> bool:
+        """True (refused; the watch keeps why) when *gone* is what an unfinished migration reads."""
+
+    sqlalchemy_depth: int
+
+
+@contextlib.contextmanager
+def installed(connection: Connection, watch: Watch) -> Iterator[None]:
+    """The hook for *connection*'s driver, and the scope marking SQLAlchemy's own statements."""
+    with through_sqlalchemy(connection, watch), _driver_hook(connection, watch):
+        yield
+
+
+@contextlib.contextmanager
+def through_sqlalchemy(connection: Connection, watch: Watch) -> Iterator[None]:
+    """While SQLAlchemy executes a statement on *connection* (``do_execute`` and its siblings),
+    ``watch.sqlalchemy_depth`` is above 0; a failing statement leaves it as it was."""
+    def scoped(method: str, arguments: int) -> Callable[..., bool]:
+        def listener(*args: Any) -> bool:
+            context = args[arguments - 1]
+            if context is None or context.root_connection is not connection:
+                return False  # another connection of the engine: the dialect executes it
+            watch.sqlalchemy_depth += 1
+            try:
+                getattr(context.dialect, method)(*args)
+            finally:
+                watch.sqlalchemy_depth -= 1
+            return True
+
+        return listener
+
+    engine = connection.engine
+    listeners = [("do_execute", scoped("do_execute", 4)), ("do_executemany", scoped("do_executemany", 4)),
+                 ("do_execute_no_params", scoped("do_execute_no_params", 3))]
+    for name, listener in listeners:
+        event.listen(engine, name, listener)
+    try:
+        yield
+    finally:
+        for name, listener in listeners:
+            event.remove(engine, name, listener)
+
+
+def _driver_hook(connection: Connection, watch: Watch) -> contextlib.AbstractContextManager[None]:
+    driver = connection.connection.dbapi_connection
+    if isinstance(driver, sqlite3.Connection):
+        return _sqlite_authorizer(driver, watch)
+    if hasattr(driver, "cursor_factory") and hasattr(driver, "pgconn"):
+        return _psycopg_cursor_factory(driver, watch)
+    if type(driver).__module__.startswith("pymysql"):
+        return _pymysql_query(driver, watch)
+    return contextlib.nullcontext()  # another driver: the check after upgrade() alone
+
+
+def statement_text(query: Any, context: Any = None) -> str:
+    """The SQL text of what a driver was asked to run: str, bytes, or psycopg's ``sql.Composable``."""
+    if isinstance(query, str):
+        return query
+    if isinstance(query, (bytes, bytearray, memoryview)):
+        return bytes(query).decode("utf-8", errors="replace")
+    as_string = getattr(query, "as_string", None)
+    return as_string(context) if as_string is not None else str(query)
+
+
+# -- SQLite ---------------------------------------------------------------------------
+@contextlib.contextmanager
+def _sqlite_authorizer(driver: sqlite3.Connection, watch: Watch) -> Iterator[None]:
+    def authorize(action: int, first: str | None, second: str | None, third: str | None, _: Any) -> int:
+        if watch.passing():
+            return sqlite3.SQLITE_OK
+        if action in (sqlite3.SQLITE_DROP_TABLE, sqlite3.SQLITE_DROP_TEMP_TABLE) and first:
+            gone = [(first, None)]
+        elif action == sqlite3.SQLITE_ALTER_TABLE and second:
+            gone = [(second, third)]  # (database, table, the dropped column or None)
+        else:
+            return sqlite3.SQLITE_OK
+        try:
+            return sqlite3.SQLITE_DENY if watch.judge_gone(gone) else sqlite3.SQLITE_OK
+        except Exception:  # noqa: BLE001 - cannot judge: fail closed
+            return sqlite3.SQLITE_DENY
+
+    driver.set_authorizer(authorize)
+    try:
+        yield
+    finally:
+        driver.set_authorizer(None)
+
+
+# -- psycopg 3 ------------------------------------------------------------------------
+@contextlib.contextmanager
+def _psycopg_cursor_factory(driver: Any, watch: Watch) -> Iterator[None]:
+    original = driver.cursor_factory
+
+    class JudgedCursor(original):  # type: ignore[misc, valid-type]
+        def _judge(self, query: Any) -> None:
+            if not watch.passing():
+                watch.judge_statement(statement_text(query, self))
+
+        def execute(self, query: Any, *args: Any, **kwargs: Any) -> Any:
+            self._judge(query)
+            return super().execute(query, *args, **kwargs)
+
+        def executemany(self, query: Any, *args: Any, **kwargs: Any) -> Any:
+            self._judge(query)
+            return super().executemany(query, *args, **kwargs)
+
+        def stream(self, query: Any, *args: Any, **kwargs: Any) -> Any:
+            self._judge(query)
+            return super().stream(query, *args, **kwargs)
+
+    driver.cursor_factory = JudgedCursor
+    try:
+        yield
+    finally:
+        driver.cursor_factory = original
+
+
+# -- PyMySQL --------------------------------------------------------------------------
+@contextlib.contextmanager
+def _pymysql_query(driver: Any, watch: Watch) -> Iterator[None]:
+    own = vars(driver).get("query")  # normally the class's method
+    send = driver.query
+
+    def query(sql: Any, unbuffered: bool = False) -> Any:
+        if not watch.passing():
+            watch.judge_statement(statement_text(sql))
+        return send(sql, unbuffered)
+
+    driver.query = query
+    try:
+        yield
+    finally:
+        vars(driver).pop("query", None)  # the revision may have replaced or removed it
+        if own is not None:
+            driver.query = own
