@@ -137,6 +137,7 @@ def keeping(connection: Connection, where: str, revision: str, phase: str | None
         yield
         return
     definitions = trigger_definitions(connection, live)
+    released: set[str] = set()
     busy = False
 
     def before_cursor_execute(conn, cursor, statement, parameters, context, executemany):
@@ -147,6 +148,7 @@ def keeping(connection: Connection, where: str, revision: str, phase: str | None
         for name in dropped_triggers(statement):
             for trigger in hit(name, live):
                 refusal = refusal or explicit_drop_refusal(where, revision, phase, trigger, "DROP TRIGGER/FUNCTION")
+                released.add(trigger.trigger)  # a contract's to drop: not put back
         tables = {o.table.lower() for o in from_sql(statement) if o.kind == m.DROP_TABLE and o.table}
         carried = [t for t in live if t.table.lower() in tables]
         if carried and refusal is None:
@@ -165,12 +167,13 @@ def keeping(connection: Connection, where: str, revision: str, phase: str | None
         yield
     finally:
         event.remove(connection, "before_cursor_execute", before_cursor_execute)
-    _restore(connection, where, revision, live, definitions)
+    _restore(connection, where, revision, [t for t in live if t.trigger not in released], definitions)
 
 
 def _restore(connection: Connection, where: str, revision: str, live: list[Any],
              definitions: dict[str, list[str]]) -> None:
-    """Re-install the triggers of *live* that are gone while their table and columns remain."""
+    """Re-install the triggers of *live* (not dropped explicitly) that are gone while their table
+    and columns remain."""
     from .sync_triggers import sync_triggers, trigger_definitions
 
     present = {t.trigger for t in sync_triggers(connection)}
