@@ -37,7 +37,8 @@ The decision, made here for the gate's offline pass and the live run alike:
 
 A refusal raises :class:`SyncTriggerRefused` (``dbsync`` exit 4, alembic prints
 ``FAILED: ...``).  ``--force`` does not override it: no data migration can
-recover a write that went nowhere.
+recover a write that went nowhere.  Lint rule MP161 points out the rebuilds in
+the scripts beforehand.
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def _loss_refusal(where: str, revision: str, trigger: Any, why: str) -> str:
             "would be lost")
 
 
-def explicit_drops(operations: Iterable[Any], sql_of: Any = None) -> list[tuple[str, str]]:
+def explicit_drops(operations: Iterable[Any]) -> list[tuple[str, str]]:
     """(trigger or function name, how) dropped explicitly by recorded alembic *operations*
     (``op.drop_sync_trigger`` by its pair's base name; ``op.execute`` SQL by the names it drops)."""
     from alembic.operations import ops

@@ -163,7 +163,7 @@ def _applied_order(files: list[Path], resolver: PhaseResolver) -> list[Path]:
     return sorted(ordered, key=lambda path: resolver.phase(path) == "contract")  # stable: parents stay first
 
 
-def _sync_trigger_hits(files: list[Path], resolver: PhaseResolver) -> dict[Path, list]:
+def _sync_trigger_hits(files: list[Path], resolver: PhaseResolver, dialects: tuple[str, ...]) -> dict[Path, list]:
     """MP160 for each contract that drops a column a live sync trigger uses, MP161 for each batch block
     re-creating a table whose sync triggers are live (decided across files, each run: only the scripts
     that mention sync triggers, drop columns or batch operations are read closely)."""
@@ -183,7 +183,8 @@ def _sync_trigger_hits(files: list[Path], resolver: PhaseResolver) -> dict[Path,
 
     found: dict[Path, list] = {}
     ordered = [(str(path), sources[path]) for path in _applied_order(files, resolver) if path in sources]
-    hits = [(finding, "") for finding in findings(ordered)] + rebuilds(ordered)
+    hits = [(finding, "") for finding in findings(ordered)] + [  # a SQLite-only rebuild: when SQLite is linted
+        (finding, dialect) for finding, dialect in rebuilds(ordered) if not dialect or dialect in dialects]
     for finding, dialect in hits:
         code = finding.message.split()[0]
         found.setdefault(Path(finding.path), []).append(
@@ -294,7 +295,7 @@ def run(
     overrides = settings.severity
     append = report.findings.append
     disagreements = _phase_disagreements(files, resolver)
-    sync_trigger_hits = _sync_trigger_hits(files, resolver)
+    sync_trigger_hits = _sync_trigger_hits(files, resolver, options.dialects)
     for path, file_phase, key, hits in planned:
         if hits is None:
             index, hits = next(analysed)

@@ -235,7 +235,6 @@ def run_attacks(tmp_path, backend, capsys) -> tuple[int, int, list[str]]:
                 if _columns(app) != columns and not (backend == "mysql" and attack.rebuilds
                                                      and not attack.explicit_drop):
                     problems.append("half-applied schema")
-            open("/tmp/sync_show.txt", "a").write(f"ATTACK {attack} {code} {output.strip()[-900:]}\n") if os.environ.get("SHOW") else None
             lost = release_n_writes(app, random.Random(f"{seed}-{number}"))
             if lost:
                 losing += 1
