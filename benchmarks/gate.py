@@ -18,7 +18,9 @@ Timed in-process, best of ``--repeat`` (a shared machine only makes things slowe
 ``check`` (``commands.check``), ``status`` (estimates), ``status --exact`` (full
 counts) and ``gate`` (``gate.unfinished`` for the release-3 contract's three
 required migrations, what ``dbsync upgrade --contract`` evaluates before any DDL).
-Each figure's ratio is to the same call in the same state on 0 rows.
+Each figure's ratio is to the same call on an empty database (the example expanded, no
+rows), measured right after it in the same run: a shared machine's load changes over a
+long run, and a baseline taken an hour earlier would flatter or blame the big sizes.
 
 Goal (issue 15): when work remains, ``check`` and the gate within 1.5x of the
 empty database whatever N; when everything is complete, at most one pass per
@@ -28,6 +30,7 @@ migration (documented).
 from __future__ import annotations
 
 import argparse
+from contextlib import contextmanager
 import shutil
 import sys
 import tempfile
@@ -115,7 +118,10 @@ def measure(project, repeat: int) -> dict[str, float]:
     }
 
 
-def bench(server, rows: int, repeat: int) -> dict[str, dict[str, float]]:
+@contextmanager
+def inventory(server, rows: int):
+    """The example expanded to release 2 on a new database with *rows* release-1 rows per table:
+    yields (project, engine)."""
     from alembic import command as alembic_command
 
     from migrations_policy import commands
@@ -129,28 +135,38 @@ def bench(server, rows: int, repeat: int) -> dict[str, dict[str, float]]:
         del sys.modules[name]
     project = Project(str(directory / "inventory_app" / "alembic.ini"),
                       url=url.render_as_string(hide_password=False))
+    engine = sa.create_engine(url)
     try:
         with project.connect() as conn:
             commands._run_alembic_on(project, conn, alembic_command.upgrade, "r1_inventory")
-        engine = sa.create_engine(url)
         started = time.perf_counter()
         fill(engine, rows)
         filled = time.perf_counter() - started
         commands.upgrade(project, phases=("expand",))
         analyze(engine)
-        results = {"pending": measure(project, repeat)}
-        detach_orphans(engine, rows)
-        results["mixed"] = measure(project, repeat)
-        complete(engine)
-        results["complete"] = measure(project, repeat)
-        engine.dispose()
-        print(f"  {rows:,} rows per table generated in {filled:.1f} s", file=sys.stderr)
-        return results
+        if rows:
+            print(f"  {rows:,} rows per table generated in {filled:.1f} s", file=sys.stderr)
+        yield project, engine
     finally:
+        engine.dispose()
         project.dispose()
         sys.path.remove(str(directory / "inventory_app"))
         server.drop_database(url)
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def bench(server, rows: int, repeat: int, empty) -> tuple[dict, dict]:
+    """({state: {call: seconds}} on *rows* rows, the same calls on the *empty* project measured
+    right after each state's: the ratio's baseline shares the machine's load of the moment)."""
+    with inventory(server, rows) as (project, engine):
+        found, base = {}, {}
+        for state, prepare in (("pending", None), ("mixed", lambda: detach_orphans(engine, rows)),
+                               ("complete", lambda: complete(engine))):
+            if prepare:
+                prepare()
+            found[state] = measure(project, repeat)
+            base[state] = measure(empty, repeat)
+        return found, base
 
 
 def main() -> None:
@@ -165,18 +181,20 @@ def main() -> None:
     for backend in args.backends.split(","):
         server = servers.STARTERS[backend]()
         try:
-            found = {rows: bench(server, rows, args.repeat) for rows in sizes}
+            with inventory(server, 0) as (empty, _):
+                found = {rows: bench(server, rows, args.repeat, empty) for rows in sizes}
         finally:
             server.stop()
-        base = found[sizes[0]]
-        print(f"\n{backend}: nodes and ports with N rows each; ms, best of {args.repeat}; x = against {sizes[0]:,} rows")
+        print(f"\n{backend}: nodes and ports with N rows each; ms, best of {args.repeat}; "
+              "x = against the same call on an empty database, measured right after it")
         print(f"{'state':<9} {'call':<15}" + "".join(f"{f'{n:,} rows':>22}" for n in sizes))
         for state in ("pending", "mixed", "complete"):
-            for call in base[state]:
-                cells = "".join(f"{found[n][state][call] * 1000:>12.1f} ({found[n][state][call] / base[state][call]:>5.2f}x)"
-                                for n in sizes)
+            for call in found[sizes[0]][0][state]:
+                cells = "".join(f"{found[n][0][state][call] * 1000:>12.1f} "
+                                f"({found[n][0][state][call] / found[n][1][state][call]:>5.2f}x)" for n in sizes)
                 print(f"{state:<9} {call:<15}{cells}")
-
+        print("empty database, ms (the baselines, by size of the run they were paired with): " + "; ".join(
+            f"{n:,}: check {found[n][1]['pending']['check'] * 1000:.1f}" for n in sizes))
 
 if __name__ == "__main__":
     main()

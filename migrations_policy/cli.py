@@ -248,6 +248,7 @@ DBSYNC_COMMANDS: list[CommandSpec] = [
                     "rows whose only copy is in a dropped column or table and refuses unless --force.",
         exit_codes={**COMMON_EXIT_CODES,
                     4: "refused: the release's contract has run, or rows would be lost (use --force), "
+                       "or an expand revision is partly applied (finish it with upgrade --expand), "
                        "or env.py is not wired to the gate"},
     ),
 ]

@@ -44,8 +44,8 @@ def _alembic_watched(running, fn, *args, **kwargs) -> None:
         raise PolicyError(f"migration failed: {where}: {_one_line(exc)}") from None
     except (GateRefused, NotWired, SyncTriggerRefused) as exc:
         raise PolicyError(str(exc), exit_code=exc.exit_code) from None
-    except CommandError as exc:
-        raise PolicyError(f"alembic: {_one_line(exc)}") from None
+    except CommandError as exc:  # journal.py's refusals carry their own exit code
+        raise PolicyError(f"alembic: {_one_line(exc)}", exit_code=getattr(exc, "exit_code", None)) from None
     except (ImportError, OSError) as exc:  # env.py missing, or the project's env.py cannot import its code
         raise PolicyError(f"alembic: cannot load the environment's env.py: {_one_line(exc)}") from None
     except sa_exc.DBAPIError as exc:
@@ -146,6 +146,9 @@ class StatusResult(Result):
             lines.extend(f"  {p.describe()}" for p in state.verdict.pending)
             lines.extend(f"  {c} needs expand revision {e} applied first" for c, e in state.verdict.missing_expand)
             lines.extend(f"  {v.describe()}" for v in state.verdict.violations)
+            if state.verdict.deferred:
+                lines.append(f"  existing rows not yet checked against {len(state.verdict.deferred)} constraint(s) "
+                             "it adds (checked once nothing else is pending; --exact checks now)")
         if state.object_versions is not None and not state.object_versions.ok:
             lines.append("object versions: " + "; ".join(state.object_versions.problems()))
         return "\n".join(lines)

@@ -110,6 +110,10 @@ class GateVerdict:
     readers: set[str] = field(default_factory=set)
     #: Constraints the revisions add that existing rows violate (``preconditions.Violation``).
     violations: list[Any] = field(default_factory=list)
+    #: Constraints the revisions add whose rows were not counted (``preconditions.Precondition``):
+    #: ``status``/``check`` leave them while the contract is refused for pending work anyway
+    #: (one full scan each).  A run never defers them: ``--force`` must not skip them.
+    deferred: list[Any] = field(default_factory=list)
 
     @property
     def allowed(self) -> bool:
@@ -131,6 +135,7 @@ class GateVerdict:
             "defects": self.defects,
             "unjudged": self.unjudged,
             "violations": [v.to_dict() for v in self.violations],
+            "preconditions_not_checked": [p.describe() for p in self.deferred],
         }
 
     def summary(self) -> str:
@@ -391,13 +396,17 @@ def schema_is_empty(connection: Connection, version_table: str = "alembic_versio
 
 def evaluate(connection: Connection, script: ScriptDirectory, revisions: list[Script],
              current: Iterable[str], registry: Any, version_table: str = "alembic_version",
-             stamping: bool = False, known: Iterable[Any] | None = None, exact: bool = False) -> GateVerdict:
+             stamping: bool = False, known: Iterable[Any] | None = None, exact: bool = False,
+             defer_preconditions: bool = False) -> GateVerdict:
     """Judge *revisions* (about to be applied, or recorded as applied when *stamping*) against
     the ledger and live counts.  A stamp runs no DDL, so it may record an expand and its
     contract together; it still needs their data migrations complete.  *known*: the
     ``data.pending.PendingMigration`` of every migration of *registry*, just read by the
     caller (``status``/``check``), so that no table is probed twice.  *exact*: count the rows
-    of an unfinished migration instead of estimating them (for a ``--force`` record)."""
+    of an unfinished migration instead of estimating them (for a ``--force`` record).
+    *defer_preconditions* (``status``/``check``): while data migrations or an expand are still
+    pending the contract is refused whatever the rows hold, so the constraints it adds are
+    listed in ``deferred``, not counted (a full scan each, the cost of every call at size)."""
     verdict = GateVerdict()
     checked: list[Any] = []  # preconditions of the gated revisions that run (a stamp runs no DDL)
     applied = applied_revisions(script, current)
@@ -447,7 +456,9 @@ def evaluate(connection: Connection, script: ScriptDirectory, revisions: list[Sc
     verdict.pending = unfinished(connection, registry, required, known, exact)
     verdict.readers = set(readers(registry, droppers)) if droppers else set()
     verdict.pending += _undeclared_readers(connection, registry, droppers, required, known)
-    if checked:
+    if checked and defer_preconditions and (verdict.pending or verdict.missing_expand):
+        verdict.deferred = checked
+    elif checked:
         from .preconditions import violations
 
         verdict.violations = violations(connection, checked)

@@ -18,7 +18,10 @@ of its SQL text and a short description (``add column nodes.meta``).
 * Outside a transaction (every statement on MariaDB/MySQL, a PostgreSQL
   ``autocommit_block``): a ``running`` row is committed before the statement and
   turned into ``done`` (committed) after it; a statement that fails with an
-  error removes its row again.  A ``running`` row left behind means the process
+  error removes its row again, unless it left something behind: a PostgreSQL
+  ``CREATE`` / ``DROP INDEX CONCURRENTLY`` that gave up leaves its index INVALID,
+  and its row stays ``running`` (the revision is reported partly applied or
+  reverted, and the rerun runs the statement again).  A ``running`` row left behind means the process
   died inside that statement: it may or may not have been applied.
 
 When the version table moves for a revision (it completes, is downgraded or
@@ -37,7 +40,7 @@ neither release's): finish the rollback first.
 Only statements alembic's operations execute (``op.add_column``, ``op.execute`` ...)
 are journaled; what a script runs itself on ``op.get_bind()`` is not.  Offline
 (``--sql``) mode keeps no journal.  SQLite is not journaled: its revisions run in
-one transaction.
+one transaction (``sqlite_transactions.py`` makes them one, DDL included).
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ from alembic.util import CommandError
 from sqlalchemy.engine import Connection
 
 from .framework_tables import JOURNAL_TABLE, journal_table
-from .lock_timeout import LockRetryStats, error_code, in_real_transaction, retry_segments
+from .lock_timeout import LockRetryStats, error_code, in_real_transaction, left_invalid_index, retry_segments
 from .offline_run import record_operations
 from .policy.sql import from_sql
 from .sqltext import statement_text
@@ -70,8 +73,10 @@ _FUNCTION = {UPGRADE: "upgrade()", DOWNGRADE: "downgrade()"}
 
 #: "already exists" / "does not exist" answers: a statement that was running when the last run
 #: died and now gets one of these had been applied.  PostgreSQL SQLSTATEs, MariaDB/MySQL errnos.
-_PG_APPLIED = {"42P07", "42701", "42710", "42P06", "42723", "42P01", "42703", "42704"}
-_MYSQL_APPLIED = {1050, 1060, 1061, 1826, 1022, 1091, 1051, 1146}
+#: Triggers (sync triggers) too: MariaDB 1359 "already exists" / 1360 "does not exist", and
+#: PostgreSQL 42883 for a function that no longer exists.
+_PG_APPLIED = {"42P07", "42701", "42710", "42P06", "42723", "42P01", "42703", "42704", "42883"}
+_MYSQL_APPLIED = {1050, 1060, 1061, 1826, 1022, 1091, 1051, 1146, 1359, 1360}
 
 
 class JournalMismatch(CommandError):
@@ -138,6 +143,12 @@ def stopped_half_way(connection: Connection, direction: int) -> list[str]:
             if _in_direction(entries, direction)]
 
 
+class PartlyAppliedRefusal(CommandError):
+    """A downgrade while a revision's upgrade stopped half way."""
+
+    exit_code = 4
+
+
 def refuse_while_partly_reverted(connection: Connection, finish_with: str) -> None:
     """Fail closed: nothing is applied on a schema that is neither release's."""
     reverted = stopped_half_way(connection, DOWNGRADE)
@@ -145,6 +156,16 @@ def refuse_while_partly_reverted(connection: Connection, finish_with: str) -> No
         raise PartlyReverted(
             f"revision {', '.join(reverted)} is partly reverted (its downgrade() stopped half way): "
             f"finish it first with {finish_with}, then upgrade")
+
+
+def refuse_while_partly_applied(connection: Connection, finish_with: str) -> None:
+    """Fail closed: no downgrade while an upgrade stopped half way; its objects are in the schema,
+    but no ``downgrade()`` would remove them (``dbsync rollback`` and plain ``alembic downgrade``)."""
+    applied = stopped_half_way(connection, UPGRADE)
+    if applied:
+        raise PartlyAppliedRefusal(
+            f"rollback refused: revision {', '.join(applied)} is partly applied (its upgrade() stopped half way; "
+            f"`dbsync status` says how far): finish it first with {finish_with} (it resumes), then roll back")
 
 
 # -- while alembic runs a revision -----------------------------------------------------
@@ -208,6 +229,11 @@ class _Run:
                 log.warning("revision %s %s statement %d (%s) had been applied by the interrupted run",
                             self.revision, _FUNCTION[self.direction], ordinal, entry.description)
                 result = None
+            elif self._left_something(construct):  # neither applied nor not: the rerun runs it again
+                log.warning("revision %s %s statement %d (%s) failed half way and left an INVALID index: "
+                            "it stays recorded as running", self.revision, _FUNCTION[self.direction], ordinal,
+                            describe(text))
+                raise
             else:
                 self._forget(ordinal)
                 raise
@@ -217,6 +243,13 @@ class _Run:
         self._record(ordinal, sql_hash, text, DONE, exists=True)
         self._commit()
         return result
+
+    def _left_something(self, construct: Any) -> bool:
+        """A failed ``CREATE``/``DROP INDEX CONCURRENTLY`` that left its index INVALID (PostgreSQL)."""
+        try:
+            return left_invalid_index(self.connection, construct)
+        except sa.exc.DBAPIError:  # connection lost: _forget cannot run either, the row stays running
+            return True
 
     def _forget(self, ordinal: int) -> None:
         """The statement failed with an error: it is not applied, drop its ``running`` row."""

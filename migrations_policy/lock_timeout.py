@@ -46,7 +46,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.schema import AddConstraint
 from sqlalchemy.sql.ddl import DDLElement
 
-from .policy.model import CREATE_INDEX
+from .policy.model import CREATE_INDEX, DROP_INDEX
 from .policy.sql import from_sql
 from .lock_holders import lock_wait_context
 from .sqltext import statement_text
@@ -241,15 +241,34 @@ def retry_segments(migration_fn: Callable[..., Any], stats: LockRetryStats) -> C
     return migrate
 
 
-def _concurrent_index_name(connection: Connection, construct: Any) -> str | None:
-    """The index a ``CREATE INDEX CONCURRENTLY`` statement builds, or None for any other statement."""
+def _concurrent_index_name(connection: Connection, construct: Any, kinds: tuple[str, ...] = (CREATE_INDEX,)
+                           ) -> str | None:
+    """The index a ``CREATE INDEX CONCURRENTLY`` statement builds (with DROP_INDEX in *kinds*: or a
+    ``DROP INDEX CONCURRENTLY`` drops), or None for any other statement."""
     text = statement_text(construct, connection)
     if "CONCURRENTLY" not in text.upper():
         return None
     for operation in from_sql(text):
-        if operation.kind == CREATE_INDEX and operation.concurrently and operation.name:
+        if operation.kind in kinds and operation.concurrently and operation.name:
             return operation.name
     return None
+
+
+def _is_invalid(connection: Connection, name: str) -> bool:
+    return connection.execute(
+        sa.select(_pg_class.c.oid)
+        .select_from(_pg_class.join(_pg_index, _pg_index.c.indexrelid == _pg_class.c.oid))
+        .where(_pg_class.c.relname == name, sa.func.pg_table_is_visible(_pg_class.c.oid),
+               sa.not_(_pg_index.c.indisvalid))).first() is not None
+
+
+def left_invalid_index(connection: Connection, construct: Any) -> bool:
+    """PostgreSQL: whether a ``CREATE`` or ``DROP INDEX CONCURRENTLY`` that failed left its index
+    INVALID: the statement is then neither applied nor not (``journal.py`` keeps it *running*)."""
+    if connection.dialect.name != "postgresql" or construct is None:
+        return False
+    name = _concurrent_index_name(connection, construct, (CREATE_INDEX, DROP_INDEX))
+    return name is not None and _is_invalid(connection, name)
 
 
 def drop_invalid_index(connection: Connection, construct: Any) -> bool:
@@ -258,14 +277,7 @@ def drop_invalid_index(connection: Connection, construct: Any) -> bool:
     if connection.dialect.name != "postgresql" or construct is None:
         return False
     name = _concurrent_index_name(connection, construct)
-    if name is None:
-        return False
-    invalid = connection.execute(
-        sa.select(_pg_class.c.oid)
-        .select_from(_pg_class.join(_pg_index, _pg_index.c.indexrelid == _pg_class.c.oid))
-        .where(_pg_class.c.relname == name, sa.func.pg_table_is_visible(_pg_class.c.oid),
-               sa.not_(_pg_index.c.indisvalid))).first()
-    if invalid is None:
+    if name is None or not _is_invalid(connection, name):
         return False
     log.warning("dropping the INVALID index %s left by an earlier CREATE INDEX CONCURRENTLY, then building it again",
                 name)

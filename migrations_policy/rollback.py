@@ -35,7 +35,7 @@ from sqlalchemy.sql import ColumnElement
 
 from .errors import PolicyError
 from .framework_tables import revision_history_table
-from .journal import UPGRADE, stopped_half_way
+from .journal import PartlyAppliedRefusal, refuse_while_partly_applied
 from .offline_run import dropping_operations
 from .revisions import CONTRACT, EXPAND, applied_revisions, phase_of
 
@@ -96,11 +96,10 @@ def _history(connection: Connection) -> list[Any]:
 
 def revisions_to_revert(connection: Connection, script: ScriptDirectory, heads: Any) -> list[str]:
     """The expand revisions applied since the last contract, newest first (refusals as PolicyError)."""
-    half_applied = stopped_half_way(connection, UPGRADE)
-    if half_applied:  # its objects are in the schema, but no downgrade would remove them
-        raise PolicyError(f"rollback refused: revision {', '.join(half_applied)} is partly applied (its upgrade() "
-                          "stopped half way; `dbsync status` says how far): finish it first with dbsync upgrade "
-                          "--expand (it resumes), then roll back", exit_code=EXIT_REFUSED)
+    try:  # the same refusal as the env.py hook's for any downgrade (journal.py decides)
+        refuse_while_partly_applied(connection, "dbsync upgrade --expand")
+    except PartlyAppliedRefusal as exc:
+        raise PolicyError(str(exc), exit_code=EXIT_REFUSED) from None
     history = _history(connection)
     if not history:
         raise PolicyError("cannot roll back: no revision history is recorded (migrations_policy_revision_history "

@@ -12,6 +12,7 @@ commands hand to the migration context), so that before the first step:
 2. the session gets a bounded lock timeout and every statement is retried with
    backoff when it times out on a lock (``lock_timeout.py``), and each statement
    of a revision is journaled so that an interrupted one resumes (``journal.py``);
+   on SQLite each revision is made one real transaction (``sqlite_transactions.py``);
 3. an ``on_version_apply`` callback records each applied revision's phase in
    ``migrations_policy_revisions``, so ``assert_schema_compatible`` can tell an
    unknown expand revision (fine for older code) from an unknown contract one,
@@ -33,7 +34,7 @@ from typing import Any, Callable
 import sqlalchemy as sa
 from alembic.runtime.migration import RevisionStep, StampStep
 
-from . import drop_guard, gate, journal, lock_timeout, sync_keeper
+from . import drop_guard, gate, journal, lock_timeout, sqlite_transactions, sync_keeper
 from .config import Settings, load_settings
 from .framework_tables import REVISIONS_TABLE, revision_history_table, revisions_table  # noqa: F401
 from .revisions import applied_revisions, phase_of
@@ -142,6 +143,7 @@ def _guard(context: Any, original: Callable) -> Callable:
             if entering:
                 _annotate_offline(context, migration_context, entering)
             return steps
+        _refuse_half_done(context, migration_context.connection, steps, entering)
         if not steps:
             return steps
         migration_context.opts[RUN_OPTION] = (uuid.uuid4().hex, not heads)
@@ -149,9 +151,6 @@ def _guard(context: Any, original: Callable) -> Callable:
         settings = project_settings(context.config)
         registry = None
         if entering:
-            if connection.dialect.name in journal.JOURNALED_DIALECTS:
-                ini = getattr(context.config, "config_file_name", None) or "alembic.ini"
-                journal.refuse_while_partly_reverted(connection, f"dbsync -c {ini} rollback")
             registry = load_registry(context.config, settings)
             _judge(context, migration_context, heads, entering, stamped, settings, registry)
         revisions_table.create(connection, checkfirst=True)
@@ -159,6 +158,7 @@ def _guard(context: Any, original: Callable) -> Callable:
         lock_timeout.set_session_lock_timeout(connection, settings.lock_timeout)
         if connection.in_transaction():
             connection.commit()
+        sqlite_transactions.make_transactional(connection)  # SQLite: one transaction per revision
         context.config.attributes[STATS_ATTRIBUTE] = lock_timeout.install_statement_retries(
             migration_context, settings.lock_retries)
         steps = journal.install(migration_context, steps,  # resumable revisions (journal.py)
@@ -171,6 +171,23 @@ def _guard(context: Any, original: Callable) -> Callable:
 
     setattr(steps_after_checks, GUARD_MARK, True)
     return steps_after_checks
+
+
+def _refuse_half_done(context: Any, connection: Any, steps: list, entering: list) -> None:
+    """The one place that keeps a half-done step from being built on (``journal.py`` knows which).
+
+    While a revision's ``downgrade()`` stopped half way, only downgrades run: an upgrade or a stamp
+    that would apply a revision is refused, and so is one with nothing to apply (it would report
+    "already at head" on a schema that is neither release's).  While a revision's ``upgrade()``
+    stopped half way, no downgrade runs: no ``downgrade()`` removes the part that ran.
+    """
+    if connection is None or connection.dialect.name not in journal.JOURNALED_DIALECTS:
+        return
+    dbsync = f"dbsync -c {getattr(context.config, 'config_file_name', None) or 'alembic.ini'}"
+    if entering or not steps:
+        journal.refuse_while_partly_reverted(connection, f"{dbsync} rollback")
+    if any(isinstance(step, RevisionStep) and not step.is_upgrade for step in steps):
+        journal.refuse_while_partly_applied(connection, f"{dbsync} upgrade --expand")
 
 
 def _watch_drops(context: Any, connection: Any, steps: list, registry: Any, judged: frozenset) -> None:

@@ -92,7 +92,8 @@ def assess(project: Project, connection: Connection, exact: bool = False, decisi
         state.data_migrations = pending_migrations(connection, registry, exact=exact, stop_at_pending=decisive)
     state.partly_applied = journal.partly_applied(connection, script)
     pending = [script.get_revision(r) for name in (EXPAND, CONTRACT) for r in state.branches[name].pending]
-    state.verdict = gate.evaluate(connection, script, pending, heads, registry, known=state.data_migrations)
+    state.verdict = gate.evaluate(connection, script, pending, heads, registry, known=state.data_migrations,
+                                  defer_preconditions=not exact)
     state.sync_triggers_left = gate.sync_triggers_left_behind(connection, pending)
     state.object_versions = object_versions_before_expand(project, connection, expand_pending)
     if connection.in_transaction():

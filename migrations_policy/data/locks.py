@@ -43,10 +43,28 @@ def mysql_lock_name(name: str) -> str:
 
 
 def batch_connection(engine: Engine) -> Connection:
-    """A connection for batches; on SQLite in driver autocommit so that we can BEGIN IMMEDIATE ourselves."""
+    """A connection for batches.
+
+    * SQLite: in driver autocommit, so that we can ``BEGIN IMMEDIATE`` ourselves.
+    * MariaDB / MySQL: READ COMMITTED where the binary log allows it.  Under InnoDB's
+      default REPEATABLE READ, a batch's ``UPDATE ... WHERE key > a AND key <= b``
+      takes next-key (gap) locks over its range; the batch that reaches the end of
+      the table locks the gap up to the supremum, and every INSERT of the
+      application (new keys go at the end) waits for that batch to commit.  READ
+      COMMITTED takes no gap locks for these scans and releases the locks of rows
+      it did not change, so writers only ever wait for the rows a batch migrates.
+      Row locks and the batch's own reads are unaffected.  With statement-based
+      binary logging InnoDB refuses READ COMMITTED writes, so the default is kept.
+    """
     conn = engine.connect()
     if engine.dialect.name == "sqlite":
         conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+    elif engine.dialect.name == "mysql":
+        logged = conn.execute(sa.select(sa.literal_column("@@log_bin"),
+                                        sa.literal_column("@@binlog_format"))).one()
+        conn.rollback()
+        if not (logged[0] and str(logged[1]).upper() == "STATEMENT"):
+            conn = conn.execution_options(isolation_level="READ COMMITTED")
     return conn
 
 

@@ -1,7 +1,8 @@
 """Adopting the policy on a long history: which collected scripts a run reports, which codes per file it drops.
 
 * ``baseline`` (revisions): the baseline revisions and their ancestors -- in the
-  revision graph (``down_revision``), not in file order -- are not analysed nor
+  revision graph (``down_revision`` and ``depends_on``: what alembic applies before
+  the baseline), not in file order -- are not analysed nor
   reported unless ``include_baseline``; a baseline that is not a revision of the
   history is a ``ConfigError``.  A unique prefix of a revision id is accepted, as
   alembic accepts one.
@@ -75,7 +76,19 @@ def baseline_revisions(baseline: list[str], known: dict[str, Header], more: Call
             continue
         seen.add(revision)
         start.extend(known[revision].down_revisions)
+        start.extend(_dependency(name, known) for name in known[revision].depends_on)
     return seen
+
+
+def _dependency(name: str, known: dict[str, Header]) -> str:
+    """The revision a ``depends_on`` entry names: itself, a unique prefix, or the revision that
+    declares the branch label (alembic accepts all three); *name* itself when none is known."""
+    if name in known:
+        return name
+    labelled = [revision for revision, header in known.items() if name in header.branch_labels]
+    if len(labelled) == 1:
+        return labelled[0]
+    return _revision(name, known) or name
 
 
 def _globs(patterns: list[str]) -> list[Glob]:

@@ -104,7 +104,7 @@ class Cache:
                 header = header_of_bytes(data, Path(name), consulted)
                 entry = stamp + [hashlib.sha256(data).hexdigest(),
                                  [header.revision, list(header.down_revisions), list(header.branch_labels),
-                                  header.requires_data, header.declared],
+                                  header.requires_data, header.declared, list(header.depends_on)],
                                  [[dep, self._stamp(dep)] for dep in dict.fromkeys(consulted)]]
                 self.files.pop(name, None)
                 self.files[name] = entry
@@ -132,8 +132,8 @@ class Cache:
         entry = self._entry(path)
         if entry is None:
             return None
-        revision, downs, labels, requires_data, declared = entry[5]
-        return Header(revision, tuple(downs), tuple(labels), requires_data, declared)
+        revision, downs, labels, requires_data, declared, *depends = entry[5]  # an older index has no depends_on
+        return Header(revision, tuple(downs), tuple(labels), requires_data, declared, tuple(*depends))
 
     def digest(self, path: Path) -> str | None:
         """The sha256 of *path*'s bytes; None when it cannot be read."""

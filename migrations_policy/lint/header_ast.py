@@ -19,7 +19,7 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
-NAMES = ("revision", "down_revision", "branch_labels")
+NAMES = ("revision", "down_revision", "branch_labels", "depends_on")
 _MAX_DEPTH = 8
 _PARENTS = 8
 _UNRESOLVED = object()

@@ -31,7 +31,7 @@ PHASES = (EXPAND, CONTRACT)
 #: ``PhaseResolver.branch`` of a revision whose history is not all among the linted files.
 UNKNOWN = "?"
 _HEADER = re.compile(
-    r"^(revision|down_revision|branch_labels)\s*(?::[^=\n]+)?=\s*(.+?)\s*(?:#.*)?$", re.MULTILINE
+    r"^(revision|down_revision|branch_labels|depends_on)\s*(?::[^=\n]+)?=\s*(.+?)\s*(?:#.*)?$", re.MULTILINE
 )
 
 
@@ -45,6 +45,8 @@ class Header:
     #: The source assigns or imports a name ``revision`` at all, even where its value cannot be read statically
     #: (``revision = f"..."``, ``from m import X as revision``, in an ``if``, not a string): alembic would load it.
     declared: bool = False
+    #: ``depends_on``: revisions (or branch labels) applied before this one, though not its parents.
+    depends_on: tuple[str, ...] = ()
 
 
 def _tuple(value) -> tuple[str, ...]:
@@ -117,6 +119,7 @@ def read_header(text: str, path: Path | None = None, consulted: list[str] | None
         branch_labels=_tuple(values.get("branch_labels")),
         requires_data=_requires_data(text),
         declared=isinstance(revision, str) or bool(_DECLARES.search(text)),
+        depends_on=_tuple(values.get("depends_on")),
     )
 
 

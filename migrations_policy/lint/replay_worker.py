@@ -126,13 +126,11 @@ def _prepare_database(url: str, table):
 
 
 def serve(job: dict) -> None:
-    from .options import Options
-
-    options = Options(dialects=tuple(job["dialects"]), postgresql_version=job["postgresql_version"],
-                      timeout=job["timeout"])
+    options = worker.start({**job, "url": None})  # the scratch database is ours to run on, not a reflection source
+    if options is None:
+        return
     graph, blocked = job["graph"], dict(job["blocked"])
     table = _version_table(max([32, *(len(graph[index][0]) for index, _, _ in job["tasks"])]))
-    worker._prepare(options)
     engine = _prepare_database(job["url"], table)
     for index, path, phase in job["tasks"]:
         revision, down_revisions, parents = graph[index]

@@ -347,22 +347,31 @@ def _collect(running: dict[int, _Running]) -> list[tuple[_Running, int | None]]:
     return finished
 
 
-def serve(job: dict) -> None:
+def start(job: dict):
+    """The worker's ``Options`` from *job* (``parallel._run_worker``'s), its plugins imported and
+    its analysis prepared; None when a configured plugin failed (the ``plugin error`` frame is sent)."""
     from .options import Options
     from .plugins import Plugins
 
     options = Options(dialects=tuple(job["dialects"]), postgresql_version=job["postgresql_version"],
                       timeout=job["timeout"], url=job["url"], memory_limit=job["memory_limit"],
                       plugins=Plugins(*map(tuple, job["plugins"][:3]), job["plugins"][3]))
-    workers = max(1, job["workers"])
-    parent = os.getppid()
     failure = _import_plugins(options)
     if failure:
         _send(("plugin error", failure))
-        return
+        return None
     if options.plugins.configured or options.plugins.found:
         _send(("plugins imported",))
     _prepare(options)
+    return options
+
+
+def serve(job: dict) -> None:
+    options = start(job)
+    if options is None:
+        return
+    workers = max(1, job["workers"])
+    parent = os.getppid()
     pending = deque(job["tasks"])
     running: dict[int, _Running] = {}
     while pending or running:

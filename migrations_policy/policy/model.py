@@ -133,8 +133,14 @@ class Operation:
             target += f".{self.column}"
         elif self.name and self.kind not in (CREATE_TABLE, DROP_TABLE):
             target = f"{self.name} on {target}"
+        elif self.kind in _NAMED_OBJECT_KINDS:  # ``op.drop_constraint(None, "t")`` in a batch
+            target = f"(unnamed) on {target}"
         return f"{self.kind.replace('_', ' ')} {target}"
 
+
+#: Kinds that act on a named constraint or index of the table.
+_NAMED_OBJECT_KINDS = frozenset({CREATE_INDEX, DROP_INDEX, ADD_FK, ADD_UNIQUE, ADD_CHECK, ADD_PK, DROP_CONSTRAINT,
+                                 VALIDATE_CONSTRAINT})
 
 _OPERATION_FIELDS = frozenset(f.name for f in fields(Operation))
 

@@ -416,3 +416,51 @@ def test_rows_inserted_into_a_batch_after_it_read_its_rows_are_remaining_not_stu
     assert (m.state, report.exit_code, report.to_dict()["caught_up"]) == ("caught up", 3, True)
     with db_engine.connect() as conn:
         assert ledger.read(conn)["copy_while_inserted"]["state"] == "caught up"
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_batch_never_makes_the_applications_inserts_wait(db_engine, backend, seed):
+    """While a batch holds its rows, release-N code inserting new rows must not wait for it: neither
+    past the end of the table (the batch that reaches the end of the key range would otherwise
+    lock the gap up to the supremum on MariaDB's REPEATABLE READ) nor into a free key inside the
+    batch's range.  The migration runs the set-based UPDATE the runner issues, then, inside the
+    batch's transaction, another connection inserts with a 1 s lock timeout: a wait can only end
+    in that timeout, since the batch cannot commit meanwhile.  Keys, gaps and batch sizes are drawn
+    from *seed*."""
+    if backend == "sqlite":
+        pytest.skip("SQLite's batch holds the database write lock: no other writer can commit meanwhile")
+    import random
+
+    rng = random.Random(seed)
+    keys = sorted(rng.sample(range(1, 2_000), rng.randrange(20, 120)))
+    with db_engine.begin() as conn:
+        create_schema(db_engine)
+        conn.execute(sa.insert(items), [{"id": k, "src": f"v{k}"} for k in keys])
+    taken = set(keys)
+    waited: list[str] = []
+
+    def insert_elsewhere(key: int, where: str) -> None:
+        taken.add(key)
+        with db_engine.connect() as other:
+            other.exec_driver_sql("SET SESSION innodb_lock_wait_timeout = 1" if backend == "mysql"
+                                  else "SET lock_timeout = '1s'")
+            other.commit()
+            try:
+                with other.begin():
+                    other.execute(sa.insert(items).values(id=key, src=None))  # not pending: the walk ignores it
+            except sa.exc.OperationalError as exc:
+                waited.append(f"insert of key {key} {where} waited for the batch: {exc.orig}")
+
+    @data_migration("copy_while_inserting", table=t, key="id", pending=PENDING)
+    def migrate(connection, batch):
+        migrated = connection.execute(sa.update(t).where(batch.where).values(dst=t.c.src)).rowcount
+        free = [k for k in range((batch.lower or 0) + 1, batch.upper) if k not in taken]
+        if free:
+            insert_elsewhere(rng.choice(free), f"inside the batch ({batch.lower}, {batch.upper}]")
+        insert_elsewhere(max(taken) + rng.randrange(1, 50), "past the end of the table")
+        return migrated
+
+    report = run(db_engine, Registry([migrate]), RunOptions(batch_size=rng.randrange(3, 40), batch_seconds=None))
+    assert waited == []
+    assert by_name(report)["copy_while_inserting"].migrated == len(keys)
+    assert scalar(db_engine, sa.select(sa.func.count()).select_from(items)) == len(taken)

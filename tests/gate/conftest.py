@@ -76,3 +76,13 @@ def app(tmp_path, db_url):
 def expanded(app):
     assert app.dbsync("upgrade", "--expand") == 0
     return app
+
+
+@pytest.fixture
+def recovery_project(tmp_path, db_url):
+    """``recovery.release1_project``: release 1 applied, its expand revision pending."""
+    from .recovery import release1_project
+
+    proj = release1_project(tmp_path, db_url)
+    yield proj
+    proj.engine.dispose()

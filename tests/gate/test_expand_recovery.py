@@ -17,72 +17,9 @@ import sqlalchemy as sa
 from alembic import command as alembic_command
 from alembic.config import Config
 
-from migrations_policy import cli
-
 from ..helpers import hold_lock
 from .expand_project import ExpandProject
-
-PG_AND_MARIADB = pytest.mark.parametrize("backend", ["postgresql", "mysql"], indirect=True)
-
-#: Five statements on each dialect; the fourth is the one a lock holder on ``loans`` blocks.
-BODY = """
-op.add_column("books", sa.Column("isbn", sa.String(20)))
-op.add_column("books", sa.Column("pages", sa.Integer))
-if dialect == "postgresql":
-    with op.get_context().autocommit_block():
-        op.create_index("ix_books_isbn", "books", ["isbn"], postgresql_concurrently=True)
-    op.create_foreign_key("fk_loans_book_id", "loans", "books", ["book_id"], ["id"], postgresql_not_valid=True)
-else:
-    op.create_index("ix_books_isbn", "books", ["isbn"])
-    op.add_column("loans", sa.Column("due", sa.Integer))
-op.add_column("loans", sa.Column("note", sa.String(40)))
-"""
-
-
-@pytest.fixture
-def project(tmp_path, db_url):
-    proj = ExpandProject(tmp_path, db_url, BODY)
-    alembic_command.upgrade(Config(str(proj.ini)), "r1_release1")
-    with proj.engine.begin() as conn:
-        conn.execute(sa.text("INSERT INTO books (id, title) VALUES (1, 'a'), (2, 'b')"))
-        conn.execute(sa.text("INSERT INTO loans (id, book_id, who) VALUES (1, 1, 'x')"))
-    yield proj
-    proj.engine.dispose()
-
-
-def hold_loans(engine: sa.Engine, release: threading.Event) -> threading.Thread:
-    """An application transaction that keeps a lock on ``loans`` the 4th statement needs, until *release*."""
-    statement = "LOCK TABLE loans IN ROW EXCLUSIVE MODE" if engine.dialect.name == "postgresql" \
-        else "SELECT count(*) FROM loans"  # PostgreSQL: what an INSERT takes; MariaDB: a metadata lock
-    return hold_lock(engine, statement, release=release)
-
-
-def dbsync(proj: ExpandProject, capsys, *args: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = cli.dbsync_main(["-c", str(proj.ini), *args])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def fail_at_fourth_statement(proj: ExpandProject, capsys) -> str:
-    release = threading.Event()
-    holder = hold_loans(proj.engine, release)
-    try:
-        code, _, err = dbsync(proj, capsys, "upgrade", "--expand")
-    finally:
-        release.set()
-        holder.join()
-    assert code == 2, err
-    assert error_line(err).startswith("dbsync: error: gave up waiting for a lock after every retry")
-    return err
-
-
-def error_line(err: str) -> str:
-    """The one error line (warnings about retries may come before it), and no traceback."""
-    assert "Traceback" not in err, err
-    errors = [line for line in err.splitlines() if line.startswith("dbsync: error:")]
-    assert len(errors) == 1, err
-    return errors[0]
+from .recovery import BODY, PG_AND_MARIADB, dbsync, error_line, fail_at_fourth_statement
 
 
 def expanded_once(proj: ExpandProject) -> None:
@@ -100,61 +37,61 @@ def expanded_once(proj: ExpandProject) -> None:
 
 @PG_AND_MARIADB
 @pytest.mark.parametrize("rerun", ["dbsync", "alembic"])
-def test_lock_give_up_mid_revision_then_status_says_how_far_and_rerun_resumes(project, capsys, rerun):
-    fail_at_fourth_statement(project, capsys)
-    assert project.heads() == ["r1_release1"]
-    assert project.columns("books") == ["id", "title", "isbn", "pages"]  # committed before the give-up
-    assert project.journal() == [(1, "done"), (2, "done"), (3, "done")]
+def test_lock_give_up_mid_revision_then_status_says_how_far_and_rerun_resumes(recovery_project, capsys, rerun):
+    fail_at_fourth_statement(recovery_project, capsys)
+    assert recovery_project.heads() == ["r1_release1"]
+    assert recovery_project.columns("books") == ["id", "title", "isbn", "pages"]  # committed before the give-up
+    assert recovery_project.journal() == [(1, "done"), (2, "done"), (3, "done")]
 
-    code, out, _ = dbsync(project, capsys, "status")
+    code, out, _ = dbsync(recovery_project, capsys, "status")
     assert code == 0
     assert "revision r2_expand partly applied: 3 of 5 statements" in out
-    code, out, _ = dbsync(project, capsys, "--format", "json", "status")
+    code, out, _ = dbsync(recovery_project, capsys, "--format", "json", "status")
     partial = json.loads(out)["partly_applied"]
     assert partial == [{"revision": "r2_expand", "direction": "upgrade", "done": 3, "total": 5, "in_flight": None,
                         "script_matches": True}]
-    code, out, _ = dbsync(project, capsys, "check")
+    code, out, _ = dbsync(recovery_project, capsys, "check")
     assert code == 3
     assert "run dbsync upgrade --expand" in out and "3 of 5 statements" in out
 
     if rerun == "dbsync":
-        code, out, err = dbsync(project, capsys, "upgrade", "--expand")
+        code, out, err = dbsync(recovery_project, capsys, "upgrade", "--expand")
         assert code == 0, err
     else:
-        alembic_command.upgrade(Config(str(project.ini)), "expand@heads")
-    expanded_once(project)
-    code, out, _ = dbsync(project, capsys, "status")
+        alembic_command.upgrade(Config(str(recovery_project.ini)), "expand@heads")
+    expanded_once(recovery_project)
+    code, out, _ = dbsync(recovery_project, capsys, "status")
     assert "partly applied" not in out
 
 
 @PG_AND_MARIADB
-def test_an_edited_script_is_refused_in_one_line_then_the_original_resumes(project, capsys):
-    fail_at_fourth_statement(project, capsys)
-    project.write_expand(BODY.replace('sa.Column("pages", sa.Integer)', 'sa.Column("pages", sa.BigInteger)'))
-    code, out, _ = dbsync(project, capsys, "status")
+def test_an_edited_script_is_refused_in_one_line_then_the_original_resumes(recovery_project, capsys):
+    fail_at_fourth_statement(recovery_project, capsys)
+    recovery_project.write_expand(BODY.replace('sa.Column("pages", sa.Integer)', 'sa.Column("pages", sa.BigInteger)'))
+    code, out, _ = dbsync(recovery_project, capsys, "status")
     assert "3 of 5 statements" in out and "its script changed since, the rerun will refuse" in out
 
-    code, _, err = dbsync(project, capsys, "upgrade", "--expand")
+    code, _, err = dbsync(recovery_project, capsys, "upgrade", "--expand")
     assert code == 2
     line = error_line(err)
     assert "statement 2" in line and "the script changed since" in line
-    assert project.heads() == ["r1_release1"]
-    assert project.journal() == [(1, "done"), (2, "done"), (3, "done")]  # nothing more applied or forgotten
+    assert recovery_project.heads() == ["r1_release1"]
+    assert recovery_project.journal() == [(1, "done"), (2, "done"), (3, "done")]  # nothing more applied or forgotten
 
-    project.write_expand(BODY)
-    code, _, err = dbsync(project, capsys, "upgrade", "--expand")
+    recovery_project.write_expand(BODY)
+    code, _, err = dbsync(recovery_project, capsys, "upgrade", "--expand")
     assert code == 0, err
-    expanded_once(project)
+    expanded_once(recovery_project)
 
 
 @PG_AND_MARIADB
-def test_a_script_shortened_below_what_was_applied_is_refused(project, capsys):
-    fail_at_fourth_statement(project, capsys)
-    project.write_expand('op.add_column("books", sa.Column("isbn", sa.String(20)))')
-    code, _, err = dbsync(project, capsys, "upgrade", "--expand")
+def test_a_script_shortened_below_what_was_applied_is_refused(recovery_project, capsys):
+    fail_at_fourth_statement(recovery_project, capsys)
+    recovery_project.write_expand('op.add_column("books", sa.Column("isbn", sa.String(20)))')
+    code, _, err = dbsync(recovery_project, capsys, "upgrade", "--expand")
     assert code == 2
     assert "applied 3 statement(s) but the script now has 1" in err
-    assert project.heads() == ["r1_release1"]
+    assert recovery_project.heads() == ["r1_release1"]
 
 
 # -- PostgreSQL: CREATE INDEX CONCURRENTLY that gives up leaves an INVALID index ------------------
@@ -187,8 +124,9 @@ def test_concurrent_index_gives_up_then_rerun_drops_the_invalid_index_and_reache
     holder.join()
     assert code == 2, err
     assert index_validity(proj.engine) == [False]  # what the give-up left behind
+    assert proj.journal() == [(1, "done"), (2, "running")]  # so the build is neither applied nor not
     code, out, _ = dbsync(proj, capsys, "status")
-    assert "revision r2_expand partly applied: 1 of 3 statements" in out
+    assert "revision r2_expand partly applied: 1 of 3 statements; statement 2 (create index" in out, out
 
     code, _, err = dbsync(proj, capsys, "upgrade", "--expand")
     assert code == 0, err
@@ -255,11 +193,58 @@ def test_a_deadlock_victim_statement_is_retried_and_the_application_commits(tmp_
 
 
 @PG_AND_MARIADB
-def test_stamping_a_partly_applied_revision_forgets_its_journal(project, capsys):
+def test_stamping_a_partly_applied_revision_forgets_its_journal(recovery_project, capsys):
     """Whatever moves the version (here a stamp after a repair by hand) makes the entries obsolete: a
     later downgrade and upgrade must run every statement again, not "resume"."""
-    fail_at_fourth_statement(project, capsys)
-    alembic_command.stamp(Config(str(project.ini)), "r2_expand")
-    assert project.journal() == []
-    code, out, _ = dbsync(project, capsys, "status")
+    fail_at_fourth_statement(recovery_project, capsys)
+    alembic_command.stamp(Config(str(recovery_project.ini)), "r2_expand")
+    assert recovery_project.journal() == []
+    code, out, _ = dbsync(recovery_project, capsys, "status")
     assert "partly applied" not in out
+
+
+
+@pytest.mark.parametrize("backend", ["mysql"], indirect=True)
+def test_a_trigger_statement_that_was_running_when_the_run_died_counts_as_done_on_resume(tmp_path, db_url, capsys):
+    """MariaDB: a run killed while ``CREATE TRIGGER`` (a sync trigger) or ``DROP TRIGGER`` waited for
+    its lock leaves the statement *running* in the journal, and the server may finish it after the
+    client died.  The rerun must take "trigger already exists" (1359) / "does not exist" (1360) as
+    applied, like a duplicate column; it failed on them, every time.  The state is made as such a
+    kill leaves it: a later statement fails, then the trigger statement's entry is set back to running."""
+    from migrations_policy.sync_triggers import sync_trigger_name
+
+    trigger = sync_trigger_name("books", "title", "label")
+    fail = 'op.execute("SELECT no_such_function()")'
+    up = ('import migrations_policy.sync_triggers\n'
+          'op.add_column("books", sa.Column("label", sa.String(80)))\n'
+          'op.create_sync_trigger("books", old="title", new="label")')  # statement 5: CREATE TRIGGER ..._bu
+    down = (f'op.execute("DROP TRIGGER {trigger}_bi")\nop.execute("DROP TRIGGER {trigger}_bu")\n'
+            'op.drop_column("books", "label")')
+    proj = ExpandProject(tmp_path, db_url, f"{up}\n{fail}", downgrade=down)
+
+    def interrupted_inside(ordinal: int) -> None:
+        with proj.engine.begin() as conn:
+            conn.execute(sa.text("UPDATE migrations_policy_statements SET state = 'running' WHERE ordinal = :o"),
+                         {"o": ordinal})
+
+    try:
+        alembic_command.upgrade(Config(str(proj.ini)), "r1_release1")
+        code, _, err = dbsync(proj, capsys, "upgrade", "--expand")
+        assert code == 2 and "no_such_function" in error_line(err)
+        assert proj.journal() == [(o, "done") for o in range(1, 6)]
+        interrupted_inside(5)
+        proj.write_expand(up, downgrade=down.replace("\nop.drop_column", f"\n{fail}\nop.drop_column"))
+        code, _, err = dbsync(proj, capsys, "upgrade", "--expand")
+        assert code == 0, err
+        assert proj.heads() == ["r2_expand"] and proj.journal() == []
+
+        code, _, err = dbsync(proj, capsys, "rollback", "--force")
+        assert code == 2 and "no_such_function" in error_line(err)
+        assert proj.journal() == [(-2, "done"), (-1, "done")]
+        interrupted_inside(-2)
+        proj.write_expand(up, downgrade=down)
+        code, _, err = dbsync(proj, capsys, "rollback", "--force")
+        assert code == 0, err
+        assert proj.heads() == ["r1_release1"] and proj.columns("books") == ["id", "title"]
+    finally:
+        proj.engine.dispose()

@@ -326,3 +326,56 @@ def test_a_check_that_cannot_be_evaluated_safely_refuses_the_contract(tmp_path, 
         assert p.heads() == heads
     finally:
         p.engine.dispose()
+
+
+DATA_MODULE = '''
+import sqlalchemy as sa
+from migrations_policy.data import DataMigration
+
+items = sa.table("items", sa.column("id", sa.Integer), sa.column("qty", sa.Integer))
+items_qty = DataMigration("items_qty", table=items, key="id", pending=items.c.qty.is_(None), values={"qty": 0})
+'''
+
+
+def test_status_and_check_do_not_count_offenders_while_data_migrations_are_pending(tmp_path, db_url, capsys):
+    """Counting a constraint's offenders is a full scan; while a data migration the contract requires
+    is pending the contract is refused anyway, so ``check`` and ``status`` list the constraints as
+    not yet checked instead of scanning (issue 15: their cost follows what is pending).  ``status
+    --exact`` counts them, and a run never defers them: ``--force`` still stops at the offenders."""
+    project = ExpandProject(tmp_path, db_url, EXPAND, data_migrations="items_qty_data")
+    project.ini.write_text(project.ini.read_text().replace("[alembic]\n", "[alembic]\nprepend_sys_path = %(here)s\n"))
+    (tmp_path / "items_qty_data.py").write_text(DATA_MODULE)
+    contract = textwrap.dedent(CONTRACT).replace('depends_on = "r2_expand"\n',
+                                                 'depends_on = "r2_expand"\nrequires_data_migrations = ("items_qty",)\n')
+    (project.directory / "migrations" / "versions" / "contract" / "0001_c1.py").write_text(contract)
+    try:
+        code, out, err = _dbsync(project, capsys, "upgrade", "--expand")
+        assert code == 0, out + err
+        offenders = _seed(project, random.Random(f"deferred-{project.engine.dialect.name}"))
+        assert offenders["qty"], "the seed must leave rows for the data migration"
+
+        code, out, err = _dbsync(project, capsys, "check", "--format", "json")
+        report = json.loads(out)
+        assert code == 4 and report["meaning"].startswith("data migrations pending"), out + err
+        assert report["gate"]["violations"] == []
+        assert len(report["gate"]["preconditions_not_checked"]) == 5, report["gate"]
+        code, out, err = _dbsync(project, capsys, "status")
+        assert code == 0 and "existing rows not yet checked against 5 constraint(s)" in out, out
+
+        code, out, err = _dbsync(project, capsys, "status", "--exact", "--format", "json")
+        counted = {v["constraint"] or v["columns"][0]: v["count"]
+                   for v in json.loads(out)["gate"]["violations"]}
+        assert counted == {name: len(ids) for name, ids in offenders.items()}, out
+
+        heads = project.heads()
+        code, out, err = _dbsync(project, capsys, "upgrade", "--contract", "--force", "--reason", "try anyway")
+        assert code == 4 and "--force does not override this" in err, out + err
+        _contract_absent(project, heads)
+
+        items = sa.table("items", sa.column("qty", sa.Integer))
+        with project.engine.begin() as conn:  # what the data migration does (this project has no ledger)
+            conn.execute(sa.update(items).where(items.c.qty.is_(None)).values(qty=0))
+        found = _violations(project, capsys)  # nothing pending: check counts them now
+        assert set(found) == set(offenders) - {"qty"}
+    finally:
+        project.engine.dispose()

@@ -13,11 +13,14 @@ from __future__ import annotations
 import json
 import threading
 
+import pytest
 import sqlalchemy as sa
+from alembic import command as alembic_command
+from alembic.config import Config
+from alembic.util import CommandError
 
 from .expand_project import ExpandProject
-from .test_expand_recovery import (  # noqa: F401 - project is a fixture
-    PG_AND_MARIADB, dbsync, error_line, fail_at_fourth_statement, hold_loans, project)
+from .recovery import PG_AND_MARIADB, dbsync, error_line, fail_at_fourth_statement, hold_loans
 
 BODY = """
 op.add_column("books", sa.Column("isbn", sa.String(20)))
@@ -66,9 +69,6 @@ def downgrade():
 
 @PG_AND_MARIADB
 def test_interrupted_rollback_is_reported_blocks_upgrades_and_resumes(tmp_path, db_url, capsys):
-    from alembic import command as alembic_command
-    from alembic.config import Config
-
     proj = ExpandProject(tmp_path, db_url, BODY, downgrade=DOWNGRADE)
     try:
         alembic_command.upgrade(Config(str(proj.ini)), "r1_release1")
@@ -102,7 +102,11 @@ def test_interrupted_rollback_is_reported_blocks_upgrades_and_resumes(tmp_path, 
             {"revision": "r2_expand", "direction": "downgrade", "done": 2, "total": 5, "in_flight": None,
              "script_matches": True}]
 
-        # An upgrade on a schema that is neither release's is refused, and applies nothing.
+        # An upgrade on a schema that is neither release's is refused, and applies nothing: also one
+        # that would apply nothing (the partly reverted revision is the head), which would say "at head".
+        code, out, err = dbsync(proj, capsys, "upgrade", "--expand")
+        assert code == 2, out
+        assert "r2_expand is partly reverted" in error_line(err), err
         (proj.directory / "migrations" / "versions" / "expand" / "0003_r3.py").write_text(R3)
         code, _, err = dbsync(proj, capsys, "upgrade", "--expand")
         assert code == 2, err
@@ -127,17 +131,53 @@ def test_interrupted_rollback_is_reported_blocks_upgrades_and_resumes(tmp_path, 
 
 
 @PG_AND_MARIADB
-def test_rollback_refuses_while_an_expand_is_partly_applied_then_works_once_it_finished(project, capsys):
-    fail_at_fourth_statement(project, capsys)
-    assert project.heads() == ["r1_release1"] and project.journal() == [(1, "done"), (2, "done"), (3, "done")]
-    code, _, err = dbsync(project, capsys, "rollback")
+def test_rollback_refuses_while_an_expand_is_partly_applied_then_works_once_it_finished(recovery_project, capsys):
+    fail_at_fourth_statement(recovery_project, capsys)
+    assert recovery_project.heads() == ["r1_release1"] and recovery_project.journal() == [(1, "done"), (2, "done"), (3, "done")]
+    code, _, err = dbsync(recovery_project, capsys, "rollback")
     assert code == 4, err
     line = error_line(err)
     assert "r2_expand is partly applied" in line and "dbsync upgrade --expand" in line, line
-    assert project.columns("books") == ["id", "title", "isbn", "pages"]  # nothing touched
+    assert recovery_project.columns("books") == ["id", "title", "isbn", "pages"]  # nothing touched
+    # Plain alembic through env.py is refused the same way, before any step runs.
+    with pytest.raises(CommandError, match="r2_expand is partly applied"):
+        alembic_command.downgrade(Config(str(recovery_project.ini)), "expand_root")
+    assert recovery_project.heads() == ["r1_release1"]
+    assert recovery_project.journal() == [(1, "done"), (2, "done"), (3, "done")]
 
-    code, _, err = dbsync(project, capsys, "upgrade", "--expand")
+    code, _, err = dbsync(recovery_project, capsys, "upgrade", "--expand")
     assert code == 0, err
-    code, _, err = dbsync(project, capsys, "rollback")
+    code, _, err = dbsync(recovery_project, capsys, "rollback")
     assert code == 0, err
-    assert project.heads() == ["r1_release1"]
+    assert recovery_project.heads() == ["r1_release1"]
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_sqlite_revision_that_fails_half_way_leaves_nothing_behind_in_either_direction(tmp_path, db_url, capsys):
+    """SQLite keeps no journal: a revision must be one transaction, DDL included (Python's sqlite3
+    commits each DDL statement on its own unless a BEGIN was sent).  A statement that fails after
+    others ran leaves the revision whole, not applied or not reverted, and the rerun works."""
+    failing = 'op.execute("SELECT no_such_function()")'
+    proj = ExpandProject(tmp_path, db_url, f'op.add_column("books", sa.Column("isbn", sa.String(20)))\n{failing}',
+                         downgrade='op.drop_column("books", "isbn")')
+    try:
+        alembic_command.upgrade(Config(str(proj.ini)), "r1_release1")
+        code, _, err = dbsync(proj, capsys, "upgrade", "--expand")
+        assert code == 2 and "no_such_function" in error_line(err)
+        assert proj.heads() == ["r1_release1"] and proj.columns("books") == ["id", "title"]
+
+        proj.write_expand('op.add_column("books", sa.Column("isbn", sa.String(20)))',
+                          downgrade=f'op.drop_column("books", "isbn")\n{failing}')
+        code, _, err = dbsync(proj, capsys, "upgrade", "--expand")
+        assert code == 0, err
+        code, _, err = dbsync(proj, capsys, "rollback", "--force")
+        assert code == 2 and "no_such_function" in error_line(err)
+        assert proj.heads() == ["r2_expand"] and proj.columns("books") == ["id", "title", "isbn"]
+
+        proj.write_expand('op.add_column("books", sa.Column("isbn", sa.String(20)))',
+                          downgrade='op.drop_column("books", "isbn")')
+        code, _, err = dbsync(proj, capsys, "rollback", "--force")
+        assert code == 0, err
+        assert proj.heads() == ["r1_release1"] and proj.columns("books") == ["id", "title"]
+    finally:
+        proj.engine.dispose()

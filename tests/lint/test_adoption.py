@@ -87,6 +87,55 @@ def test_baseline_skips_exactly_its_ancestors_in_the_graph(tmp_path, seed):
         sorted((f.path, f.code, f.line) for f in everything.findings)
 
 
+@pytest.mark.parametrize("seed", SEEDS)
+def test_baseline_skips_what_its_depends_on_brings_too(tmp_path, seed):
+    """``depends_on`` makes alembic apply a revision (and its ancestors) before the baseline even
+    though it is no parent: those are at or before the baseline too.  Dependencies are drawn at
+    random, named by revision id, unique prefix or branch label, as alembic accepts."""
+    rng = random.Random(seed)
+    revisions, parents, _ = _history(rng, 16)
+    depends: dict[str, list[str]] = {}
+    labels: dict[str, str] = {}
+    for index, revision in enumerate(revisions[2:], 2):
+        if rng.random() < 0.4:
+            target = rng.choice(revisions[:index])
+            how = rng.choice(["id", "prefix", "label"])
+            if how == "label":
+                labels.setdefault(target, f"lbl_{target[:6]}")
+            depends.setdefault(revision, []).append(
+                target if how == "id" else target[:8] if how == "prefix" else labels[target])
+    by_name = {**{r: r for r in revisions}, **{r[:8]: r for r in revisions}, **{v: k for k, v in labels.items()}}
+
+    def before(revision: str, seen: set[str]) -> set[str]:
+        if revision not in seen:
+            seen.add(revision)
+            for other in (*parents[revision], *(by_name[d] for d in depends.get(revision, ()))):
+                before(other, seen)
+        return seen
+
+    directory = tmp_path / "versions"
+    directory.mkdir()
+    paths = {}
+    for position, revision in enumerate(revisions):
+        downs = parents[revision]
+        extra = f"depends_on = {tuple(depends[revision])!r}\n" if revision in depends else ""
+        path = directory / f"{position:03d}_{rng.choice(['add', 'fix'])}.py"
+        path.write_text(script(DROP.format(n=revision), revision=revision,
+                               down=None if not downs else downs[0] if len(downs) == 1 else downs,
+                               labels=(labels[revision],) if revision in labels else None, extra=extra))
+        paths[revision] = path
+    _, _, ancestors = _history(random.Random(seed), 16)  # the same graph: parents only
+    baseline = max(revisions[6:], key=lambda r: len(before(r, set()) - ancestors[r]))
+    skipped = before(baseline, set())
+    assert skipped - ancestors[baseline] - {baseline}, "the draw must give the baseline a dependency off its line"
+    settings = Settings()
+    settings.update({"baseline": baseline}, "setup.cfg")
+    report = run([directory], settings=settings, dialects=["postgresql"])
+    assert {Path(f.path) for f in report.findings} == {paths[r] for r in revisions if r not in skipped}, \
+        (seed, baseline, depends)
+    assert report.baseline == len(skipped)
+
+
 def test_baseline_in_the_other_directory_of_the_split_layout(tmp_path):
     expand, contract = tmp_path / "versions" / "expand", tmp_path / "versions" / "contract"
     expand.mkdir(parents=True)

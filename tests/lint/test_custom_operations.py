@@ -234,3 +234,22 @@ def test_a_plugin_that_hangs_is_stopped_by_the_time_limit(tmp_path):
     proc = _cli(tmp_path, "lint", "r1.py")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
     assert "lint_plugins: " in proc.stderr and "slow_plugin" in proc.stderr and "did not finish within" in proc.stderr
+
+
+@pytest.mark.parametrize("seed", [3, 11])
+def test_replay_runs_registered_operations_too(tmp_path, monkeypatch, run_lint, seed):
+    """``--replay`` runs each script on a scratch database: a registered operation must be there too
+    (imported from env.py's imports), judged by what its implementation did to the database."""
+    rng = random.Random(seed)
+    monkeypatch.chdir(tmp_path)
+    name = f"custom_{rng.choice(['seq', 'audit', 'grant'])}_{rng.randrange(1000)}"
+    table, column = f"t{rng.randrange(100)}", f"c{rng.randrange(100)}"
+    versions = _project(tmp_path, name, f'drop_column(operation.table, "{column}")', "import myproj.ops")
+    (versions / "r1.py").write_text(script(
+        f'op.create_table("{table}", sa.Column("id", sa.Integer, primary_key=True), sa.Column("{column}", sa.Integer))'))
+    path = versions / "r2.py"
+    path.write_text(script(f'op.{name}("{table}")', revision="r2", down="r1"))
+    line = path.read_text().splitlines().index(f'    op.{name}("{table}")') + 1
+    run = run_lint("--format", "json", "--replay", "--dialect", "sqlite", versions)
+    found = [(Path(f["path"]).name, f["code"], f["line"]) for f in run.json["findings"]]
+    assert found == [("r2.py", "MP101", line)], (seed, run.out, run.err)

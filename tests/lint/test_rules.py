@@ -292,3 +292,16 @@ def test_appending_enum_members_is_not_a_type_change(lint_body, old, new, type_c
             f"type_=sa.Enum(*{new!r}, name='mood'))")
     run = lint_body(body, dialect)
     assert ("MP103" in run.codes) == type_change, run.out
+
+
+@pytest.mark.parametrize("body", [
+    'op.drop_constraint(None, "ports", type_="foreignkey")',
+    'with op.batch_alter_table("ports") as batch:\n        batch.drop_constraint(None, type_="unique")',
+])
+def test_unnamed_constraint_is_named_as_unnamed_in_the_message(lint_body, body):
+    """A constraint without a name reads "drop constraint (unnamed) on ports", not as if the
+    table were the constraint ("drop constraint ports")."""
+    run = lint_body(body, "postgresql")
+    messages = [f["message"] for f in run.json["findings"]]
+    assert any("drop constraint (unnamed) on ports" in m for m in messages), messages
+    assert not any("drop constraint ports" in m for m in messages), messages
