@@ -184,7 +184,9 @@ DBSYNC_COMMANDS: list[CommandSpec] = [
                     4: "the contract gate refused: data migrations pending, expand missing, or existing rows "
                        "that violate a constraint the contract adds (the message says which, how many rows, a "
                        "few of their keys, and what finishes them; --force does not override violating rows); "
-                       "with no flag, expand was applied and contract was not",
+                       "with no flag, expand was applied and contract was not; or a revision would remove a "
+                       "live sync trigger while release N may still write its old column (one line naming the "
+                       "revision, table and trigger; --force does not override it)",
                     7: "a revision destroyed a table or column an unfinished data migration reads, by a path no "
                        "check saw before the database acted (a driver's private call), and its DDL had committed "
                        "(MariaDB/MySQL; SQLite after executescript): it is not recorded as applied; the one line names "

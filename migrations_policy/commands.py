@@ -27,6 +27,7 @@ from .revisions import CONTRACT, EXPAND, PHASES, branch_statuses, current_heads
 from .runtime import FORCE_ATTRIBUTE, GUARD_RAN_ATTRIBUTE, REQUIRE_GUARD_ATTRIBUTE, STATS_ATTRIBUTE
 from .state import (CHECK_CANNOT_APPLY, CHECK_CONTRACT_ALLOWED, CHECK_DATA_PENDING, CHECK_EXPAND_PENDING,
                     CHECK_NOTHING_TO_DO, UpgradeState, assess, object_versions_before_expand)
+from .sync_keeper import SyncTriggerRefused
 
 
 def _alembic(fn, *args, **kwargs) -> None:
@@ -41,7 +42,7 @@ def _alembic_watched(running, fn, *args, **kwargs) -> None:
     except NotImplementedError as exc:  # an op this dialect cannot run (SQLite: ALTER of constraints)
         where = running.describe() or "a revision"
         raise PolicyError(f"migration failed: {where}: {_one_line(exc)}") from None
-    except (GateRefused, NotWired, DataDestroyed) as exc:
+    except (GateRefused, NotWired, DataDestroyed, SyncTriggerRefused) as exc:
         raise PolicyError(str(exc), exit_code=exc.exit_code) from None
     except CommandError as exc:  # journal.py's refusals carry their own exit code
         raise PolicyError(f"alembic: {_one_line(exc)}", exit_code=getattr(exc, "exit_code", None)) from None

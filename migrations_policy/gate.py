@@ -161,7 +161,7 @@ class GateRefused(CommandError):
 
     def __init__(self, verdict: GateVerdict, how_to_finish: str):
         self.verdict = verdict
-        lines = ["contract refused: " + verdict.summary()]
+        lines = [("contract refused: " if verdict.contract_revisions else "upgrade refused: ") + verdict.summary()]
         lines += [f"  - {d}" for d in verdict.defects + verdict.unjudged]
         lines += [f"  - {p.describe()}" for p in verdict.pending]
         lines += [f"  - {c} needs expand revision {e}, which is not applied: run the expand phase first"
@@ -337,6 +337,36 @@ def dropped_under_sync_triggers(rev: Script, dialect_name: str, triggers: list[A
             and (t.table in tables or (t.table, t.old) in columns or (t.table, t.new) in columns)]
 
 
+def _live_sync_triggers(connection: Connection) -> list[Any]:
+    from .sync_triggers import sync_triggers
+
+    return sync_triggers(connection)
+
+
+def explicit_sync_drops(rev: Script, dialect_name: str) -> list[tuple[str, str]]:
+    """(name, how) of the triggers and functions *rev*'s ``upgrade()``, run offline, drops
+    explicitly (``op.drop_sync_trigger``, ``DROP TRIGGER`` in ``op.execute``)."""
+    from .offline_run import dropping_operations
+    from .sync_keeper import explicit_drops
+
+    recorded, _ = dropping_operations(rev.module.upgrade, dialect_name)
+    return explicit_drops(recorded)
+
+
+def sync_drop_refusals(rev: Script, dropped: list[tuple[str, str]], triggers: list[Any]) -> list[str]:
+    """``sync_keeper.explicit_drop_refusal`` for each live sync trigger *rev* drops (*dropped*):
+    the run's own watch decides the same as each statement is about to execute."""
+    from .sync_keeper import explicit_drop_refusal, hit
+
+    first: dict[tuple, Any] = {}  # one line per pair of columns and way of dropping
+    for name, how in dropped:
+        for trigger in hit(name, triggers):
+            first.setdefault((trigger.table, trigger.old, trigger.new, how), trigger)
+    lines = [explicit_drop_refusal(rev.path, rev.revision, phase_of(rev), trigger, key[3])
+             for key, trigger in first.items()]
+    return [line for line in lines if line]
+
+
 def sync_triggers_left_behind(connection: Connection, pending: Iterable[Script]) -> list[str]:
     """Installed sync triggers that no *pending* revision removes (``op.drop_sync_trigger``): left
     behind after their contract, worse when stale (a column they keep in step is gone, so every
@@ -419,15 +449,18 @@ def evaluate(connection: Connection, script: ScriptDirectory, revisions: list[Sc
         if defect:
             verdict.defects.append(defect)
         verdict.defects.extend(requirements.unresolved)
+        if not (stamping or fresh):  # a stamp drops nothing; a fresh schema has no sync trigger
+            dropped = explicit_sync_drops(rev, connection.dialect.name)
+            if dropped and triggers is None:
+                triggers = _live_sync_triggers(connection)
+            verdict.defects.extend(sync_drop_refusals(rev, dropped, triggers or []))
         if not is_gated(rev, requirements):
             continue
         verdict.contract_revisions.append(rev.revision)
         if fresh:
             continue  # no data to migrate, no old code running
         if triggers is None:
-            from .sync_triggers import sync_triggers
-
-            triggers = sync_triggers(connection)
+            triggers = _live_sync_triggers(connection)
         if triggers and not stamping:  # a stamp drops nothing
             verdict.defects.extend(dropped_under_sync_triggers(rev, connection.dialect.name, triggers))
         if not stamping:

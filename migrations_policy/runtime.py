@@ -34,7 +34,7 @@ from typing import Any, Callable
 import sqlalchemy as sa
 from alembic.runtime.migration import RevisionStep, StampStep
 
-from . import drop_guard, gate, journal, lock_timeout, sqlite_transactions
+from . import drop_guard, gate, journal, lock_timeout, sqlite_transactions, sync_keeper
 from .config import Settings, load_settings
 from .framework_tables import REVISIONS_TABLE, revision_history_table, revisions_table  # noqa: F401
 from .revisions import applied_revisions, phase_of
@@ -166,6 +166,7 @@ def _guard(context: Any, original: Callable) -> Callable:
         if registry is not None and len(registry) and force_reason(context) is None \
                 and not (not heads and gate.schema_is_empty(connection, migration_context.version_table)):
             _watch_drops(context, connection, steps, registry, context.config.attributes[JUDGED_ATTRIBUTE])
+        _keep_sync_triggers(connection, steps)
         return steps
 
     setattr(steps_after_checks, GUARD_MARK, True)
@@ -215,6 +216,23 @@ def _watch_drops(context: Any, connection: Any, steps: list, registry: Any, judg
     for step in steps:
         if isinstance(step, RevisionStep) and step.is_upgrade:
             step.migration_fn = watched(step.revision.revision, step.migration_fn)
+
+
+def _keep_sync_triggers(connection: Any, steps: list) -> None:
+    """Every upgrade step runs under ``sync_keeper.keeping``: no live sync trigger is lost
+    silently (a table re-created under it gets it back; an explicit drop outside a contract is
+    refused).  ``--force`` does not lift it: no data migration recovers a write that went nowhere."""
+    def kept(script: Any, migration_fn: Callable) -> Callable:
+        @functools.wraps(migration_fn)
+        def migrate(**kw: Any) -> Any:
+            with sync_keeper.keeping(connection, script.path, script.revision, phase_of(script)):
+                return migration_fn(**kw)
+
+        return migrate
+
+    for step in steps:
+        if isinstance(step, RevisionStep) and step.is_upgrade:
+            step.migration_fn = kept(step.revision, step.migration_fn)
 
 
 def _judge(context: Any, migration_context: Any, heads: Any, entering: list, stamped: bool,

@@ -261,6 +261,37 @@ def sync_triggers(connection: Connection) -> list[FoundSyncTrigger]:
     return found
 
 
+
+def trigger_definitions(connection: Connection, found: list[FoundSyncTrigger]) -> dict[str, list[str]]:
+    """{trigger: the statements that re-create it exactly}, as the catalog keeps them: SQLite's
+    ``CREATE TRIGGER`` text in ``sqlite_master``; PostgreSQL's ``pg_get_functiondef`` and
+    ``pg_get_triggerdef``; MariaDB's ``SHOW CREATE TRIGGER``.  A trigger the catalog no longer
+    has is left out."""
+    names = sorted({t.trigger for t in found})
+    dialect = connection.dialect.name
+    if not names:
+        return {}
+    if dialect == "sqlite":
+        master = sa.table("sqlite_master", sa.column("type"), sa.column("name"), sa.column("sql"))
+        rows = connection.execute(sa.select(master.c.name, master.c.sql)
+                                  .where(master.c.type == "trigger", master.c.name.in_(names)))
+        return {name: [text] for name, text in rows}
+    if dialect == "postgresql":
+        query = sa.text("SELECT t.tgname, pg_get_functiondef(t.tgfoid), pg_get_triggerdef(t.oid) FROM pg_trigger t "
+                        "WHERE NOT t.tgisinternal AND t.tgname IN :names").bindparams(
+            sa.bindparam("names", expanding=True))
+        return {name: [function, trigger] for name, function, trigger in connection.execute(query, {"names": names})}
+    if dialect in ("mysql", "mariadb"):
+        out = {}
+        for name in names:
+            quoted = connection.dialect.identifier_preparer.quote(name)
+            row = connection.exec_driver_sql(f"SHOW CREATE TRIGGER {quoted}",
+                                             execution_options={"no_parameters": True}).first()
+            if row is not None:
+                out[name] = [row[2]]
+        return out
+    return {}
+
 def stale_sync_triggers(connection: Connection, live: list[FoundSyncTrigger] | None = None
                         ) -> list[FoundSyncTrigger]:
     """Sync triggers (of *live*, default: all installed) whose table or columns are gone: every

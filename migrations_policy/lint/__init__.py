@@ -163,26 +163,32 @@ def _applied_order(files: list[Path], resolver: PhaseResolver) -> list[Path]:
     return sorted(ordered, key=lambda path: resolver.phase(path) == "contract")  # stable: parents stay first
 
 
-def _sync_trigger_hits(files: list[Path], resolver: PhaseResolver) -> dict[Path, list]:
-    """MP160 for each contract that drops a column a live sync trigger uses (decided across files, each run:
-    only the scripts that mention sync triggers or drop columns are read closely)."""
+def _sync_trigger_hits(files: list[Path], resolver: PhaseResolver, dialects: tuple[str, ...]) -> dict[Path, list]:
+    """MP160 for each contract that drops a column a live sync trigger uses, MP161 for each batch block
+    re-creating a table whose sync triggers are live (decided across files, each run: only the scripts
+    that mention sync triggers, drop columns or batch operations are read closely)."""
     sources = {}
     for path in files:
         try:
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        if "sync_trigger" in text or "drop_column" in text:
+        if "sync_trigger" in text or "drop_column" in text or "batch_alter_table" in text:
             sources[path] = text
     if not any("create_sync_trigger" in text for text in sources.values()):
         return {}
+    from .rules import get
     from .rules.mp160_sync_trigger_outlives_column import findings
+    from .rules.mp161_sync_trigger_table_rebuilt import findings as rebuilds
 
     found: dict[Path, list] = {}
-    ordered = [path for path in _applied_order(files, resolver) if path in sources]
-    for finding in findings([(str(path), sources[path]) for path in ordered]):
+    ordered = [(str(path), sources[path]) for path in _applied_order(files, resolver) if path in sources]
+    hits = [(finding, "") for finding in findings(ordered)] + [  # a SQLite-only rebuild: when SQLite is linted
+        (finding, dialect) for finding, dialect in rebuilds(ordered) if not dialect or dialect in dialects]
+    for finding, dialect in hits:
+        code = finding.message.split()[0]
         found.setdefault(Path(finding.path), []).append(
-            [finding.line, "MP160", finding.message.removeprefix("MP160 "), "", "error"])
+            [finding.line, code, finding.message.removeprefix(code + " "), dialect, get(code).severity])
     return found
 
 
@@ -289,7 +295,7 @@ def run(
     overrides = settings.severity
     append = report.findings.append
     disagreements = _phase_disagreements(files, resolver)
-    sync_trigger_hits = _sync_trigger_hits(files, resolver)
+    sync_trigger_hits = _sync_trigger_hits(files, resolver, options.dialects)
     for path, file_phase, key, hits in planned:
         if hits is None:
             index, hits = next(analysed)

@@ -382,3 +382,18 @@ def _operations(sql: str) -> tuple[m.Operation, ...]:
 def from_sql(sql: str) -> list[m.Operation]:
     """Every operation in *sql* (one or more statements); memoized per distinct text."""
     return list(_operations(sql))
+
+
+def dropped_triggers(sql: str) -> list[str]:
+    """The names *sql*'s ``DROP TRIGGER`` / ``DROP FUNCTION`` statements drop (a qualified
+    name's last part; unquoted names lower-cased)."""
+    upper = sql.upper()
+    if "TRIGGER" not in upper and "FUNCTION" not in upper:
+        return []
+    names = []
+    for toks in statements(sql):
+        cur = _Cursor(toks)
+        if cur.accept("DROP") and (cur.accept("TRIGGER") or cur.accept("FUNCTION")):
+            cur.accept("IF", "EXISTS")
+            names.extend(name for part in _split_top_level(cur.rest()) for name in [_Cursor(part).name()] if name)
+    return names

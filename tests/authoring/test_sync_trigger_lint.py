@@ -48,3 +48,54 @@ def test_findings_match_a_model_of_the_scripts(seed):
 def test_rule_is_registered_for_contract():
     rule = get("MP160")
     assert rule.name == "sync-trigger-outlives-column" and rule.applies("contract") and not rule.applies("expand")
+
+
+# -- MP161: a batch block re-creating a table whose sync triggers are live -------------------
+#: (source lines inside upgrade() for table t, which dialects it re-creates t on: "always", "sqlite", None)
+BATCH_BLOCKS = [
+    (["    with op.batch_alter_table({t!r}) as b:", "        b.alter_column('x', nullable=True)"], "sqlite"),
+    (["    with op.batch_alter_table({t!r}) as b:", "        b.drop_constraint('uq', type_='unique')"], "sqlite"),
+    (["    with op.batch_alter_table({t!r}, recreate='always') as b:", "        pass"], "always"),
+    (["    with op.batch_alter_table({t!r}, recreate='always') as b:", "        b.add_column(sa.Column('y'))"],
+     "always"),
+    (["    with op.batch_alter_table({t!r}) as b:", "        b.add_column(sa.Column('y'))"], None),
+    (["    with op.batch_alter_table({t!r}) as b:", "        b.create_index('ix', ['y'])"], None),
+    (["    with op.batch_alter_table({t!r}, recreate='never') as b:", "        b.alter_column('x')"], None),
+]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_mp161_findings_match_a_model_of_the_scripts(seed):
+    from migrations_policy.lint.rules.mp161_sync_trigger_table_rebuilt import findings as rebuilds
+
+    rng = random.Random(seed)
+    tables = ["t", "u"]
+    live: set[str] = set()
+    scripts, expected = [], []
+    for number in range(rng.randint(2, 5)):
+        lines, path = [], f"r{number}.py"
+        line = HEADER.count("\n") + 1
+        for _ in range(rng.randint(1, 4)):
+            table, roll = rng.choice(tables), rng.random()
+            if roll < 0.3:
+                block = [f"    op.create_sync_trigger({table!r}, old='a', new='b')"]
+                live.add(table)
+            elif roll < 0.45:
+                block = [f"    op.drop_sync_trigger({table!r}, old='a', new='b')"]
+                live.discard(table)
+            else:
+                template, rebuilt = rng.choice(BATCH_BLOCKS)
+                block = [text.format(t=table) for text in template]
+                if rebuilt and table in live:
+                    expected.append((path, line, "sqlite" if rebuilt == "sqlite" else ""))
+            lines.extend(block)
+            line += len(block)
+        scripts.append((path, HEADER + "\n".join(lines + ["    pass"]) + DOWNGRADE))
+    found = rebuilds(scripts)
+    assert [(f.path, f.line, dialect) for f, dialect in found] == expected
+    assert all("op.drop_sync_trigger" in f.message and f.message.startswith("MP161 ") for f, _ in found)
+
+
+def test_mp161_is_registered_for_both_phases_as_a_warning():
+    rule = get("MP161")
+    assert rule.applies("expand") and rule.applies("contract") and rule.severity == "warning"

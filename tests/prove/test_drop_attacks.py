@@ -163,11 +163,13 @@ def _install(app: App, attack: Attack, dialect: str, body: str | None = None) ->
     root = app.ini.parent / "migrations" / "versions"
     (root / "contract" / "0003_r3_drop_extra_name.py").unlink()
     directory, down, depends = PLACEMENTS[attack.placement]
-    body = body or "\n".join([
-        'op.drop_sync_trigger("nodes", old="extra", new="meta")',  # the example's expand installed them
-        'op.drop_sync_trigger("nodes", old="name", new="display_name")',
-        FORMS[attack.form](attack.column, dialect),
-    ])
+    # The contract removes the sync triggers the example's expand installed; an expand may not
+    # (sync_keeper refuses it first, for another reason): there the drop guard acts before the
+    # database could refuse a column a trigger uses.
+    releases = [] if attack.placement == "expand_branch" else [
+        'op.drop_sync_trigger("nodes", old="extra", new="meta")',
+        'op.drop_sync_trigger("nodes", old="name", new="display_name")']
+    body = body or "\n".join([*releases, FORMS[attack.form](attack.column, dialect)])
     (root / directory / "0003_r3_attack.py").write_text(
         f'"""attack: {attack}"""\nfrom alembic import op\nimport sqlalchemy as sa\n\n'
         "import migrations_policy.sync_triggers\n\n"

@@ -57,7 +57,7 @@ class Finding(NamedTuple):
 
 
 class _Event(NamedTuple):
-    kind: str  # "create", "drop", "drop_column"
+    kind: str  # "create", "drop", "drop_column", "rebuild" (columns: ("always",) or ("sqlite",))
     table: str
     columns: tuple[str, ...]
     path: str
@@ -85,12 +85,37 @@ def _batch_table(item: ast.withitem) -> tuple[str, str] | None:
     return None
 
 
+#: Batch operations SQLite runs without re-creating the table (alembic's ``recreate="auto"``).
+_IN_PLACE = {"add_column", "create_index", "drop_index"}
+
+
+def _rebuilds(call: ast.Call, name: str, block: ast.With) -> str | None:
+    """"always" when the batch block re-creates its table on every dialect, "sqlite" when only on
+    SQLite (an operation other than add_column / indexes), None when never."""
+    recreate = next((_text(kw.value) for kw in call.keywords if kw.arg == "recreate"), "auto")
+    if recreate in ("always", "never"):
+        return None if recreate == "never" else "always"
+    for node in ast.walk(block):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == name \
+                and node.func.attr not in _IN_PLACE:
+            return "sqlite"
+    return None
+
+
 class _Scanner(ast.NodeVisitor):
     def __init__(self, path: str):
         self.path, self.events, self.batches = path, [], {}
 
     def visit_With(self, node: ast.With) -> None:
-        added = [found for found in map(_batch_table, node.items) if found]
+        added = []
+        for item in node.items:
+            found = _batch_table(item)
+            if found:
+                added.append(found)
+                rebuilds = _rebuilds(item.context_expr, found[0], node)
+                if rebuilds:
+                    self.events.append(_Event("rebuild", found[1], (rebuilds,), self.path, node.lineno))
         self.batches.update(added)
         self.generic_visit(node)
         for name, _ in added:
@@ -117,7 +142,8 @@ class _Scanner(ast.NodeVisitor):
         self.generic_visit(node)
 
 
-def _upgrade_events(path: str, source: str) -> list[_Event]:
+def upgrade_events(path: str, source: str) -> list[_Event]:
+    """What *source*'s ``upgrade()`` does to sync triggers and their tables, in line order."""
     try:
         tree = ast.parse(source, filename=path)
     except SyntaxError:
@@ -135,13 +161,13 @@ def findings(scripts: Iterable[tuple[str, str]]) -> list[Finding]:
     live: dict[tuple[str, str, str], _Event] = {}
     found = []
     for path, source in scripts:
-        for event in _upgrade_events(path, source):
+        for event in upgrade_events(path, source):
             pair = (event.table, *event.columns)
             if event.kind == "create":
                 live[pair] = event
             elif event.kind == "drop":
                 live.pop(pair, None)
-            else:
+            elif event.kind == "drop_column":
                 column = event.columns[0]
                 for (table, old, new), created in live.items():
                     if table == event.table and column in (old, new):
