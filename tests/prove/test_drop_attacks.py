@@ -216,7 +216,11 @@ def test_no_undeclared_drop_loses_pending_data(tmp_path, backend, capsys):
             problems.append("traceback")
         if code is not None and code not in _expected_exits(attack, backend):
             problems.append(f"exit {code}")
-        if code in (4, EXIT_DESTROYED, None):
+        # On the expand branch the sync triggers stay installed (sync_keeper refuses removing them),
+        # and a drop that got past every hook may be refused by the database itself, for the
+        # trigger that reads the column: nothing dropped, nothing recorded, but not our line.
+        refused_by_trigger = attack.placement == "expand_branch" and "error in trigger" in output
+        if code in (4, EXIT_DESTROYED, None) and not refused_by_trigger:
             if TARGETS[attack.column] not in output:
                 problems.append("the refusal does not name the migration")
         elif code == 2 and "with NULL version" not in output:

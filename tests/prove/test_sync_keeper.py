@@ -14,7 +14,8 @@ import sqlalchemy as sa
 
 from migrations_policy.sync_triggers import sync_triggers, trigger_definitions
 
-from .test_gate_attacks import EXPAND_HEAD, _expanded_app
+from .attacks import EXPAND_HEAD
+from .attacks import expanded_app as _expanded_app
 from .test_sync_trigger_attacks import release_n_writes
 
 HEADER = ('"""{doc}"""\nfrom alembic import op\nimport sqlalchemy as sa\n\nimport migrations_policy.sync_triggers\n\n'

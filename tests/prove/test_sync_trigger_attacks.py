@@ -39,7 +39,9 @@ import sqlalchemy as sa
 from migrations_policy.sync_triggers import sync_trigger_name, sync_triggers
 
 from ..gate.conftest import App
-from .test_gate_attacks import EXPAND_HEAD, _expanded_app, _fresh_url, _run_route
+from .attacks import EXPAND_HEAD, _fresh_url
+from .attacks import expanded_app as _expanded_app
+from .attacks import run_route as _run_route
 
 ATTACK_REV = "r3_sync_attack"
 PAIRS = (("name", "display_name"), ("extra", "meta"))
