@@ -169,6 +169,11 @@ def bench(server, rows: int, repeat: int, empty) -> tuple[dict, dict]:
         return found, base
 
 
+def _cell(found: tuple[dict, dict], state: str, call: str) -> str:
+    seconds, baseline = found[0][state][call], found[1][state][call]
+    return f"{seconds * 1000:>12.1f} ({seconds / baseline:>5.2f}x)"
+
+
 def main() -> None:
     from migrations_policy.testing import servers
 
@@ -180,9 +185,17 @@ def main() -> None:
     sizes = [int(n) for n in args.rows.split(",")]
     for backend in args.backends.split(","):
         server = servers.STARTERS[backend]()
+        found = {}
         try:
             with inventory(server, 0) as (empty, _):
-                found = {rows: bench(server, rows, args.repeat, empty) for rows in sizes}
+                for rows in sizes:
+                    found[rows] = bench(server, rows, args.repeat, empty)
+                    # each size as soon as it is measured: a 10M-row run takes hours, and an
+                    # interrupted run keeps what it measured
+                    print(f"{backend}, {rows:,} rows per table (ms, best of {args.repeat}; x = against the "
+                          "empty database, measured right after): " + "; ".join(
+                              f"{state} {call} {_cell(found[rows], state, call).strip()}"
+                              for state in found[rows][0] for call in found[rows][0][state]), flush=True)
         finally:
             server.stop()
         print(f"\n{backend}: nodes and ports with N rows each; ms, best of {args.repeat}; "
@@ -190,11 +203,10 @@ def main() -> None:
         print(f"{'state':<9} {'call':<15}" + "".join(f"{f'{n:,} rows':>22}" for n in sizes))
         for state in ("pending", "mixed", "complete"):
             for call in found[sizes[0]][0][state]:
-                cells = "".join(f"{found[n][0][state][call] * 1000:>12.1f} "
-                                f"({found[n][0][state][call] / found[n][1][state][call]:>5.2f}x)" for n in sizes)
-                print(f"{state:<9} {call:<15}{cells}")
+                print(f"{state:<9} {call:<15}" + "".join(_cell(found[n], state, call) for n in sizes))
         print("empty database, ms (the baselines, by size of the run they were paired with): " + "; ".join(
             f"{n:,}: check {found[n][1]['pending']['check'] * 1000:.1f}" for n in sizes))
+
 
 if __name__ == "__main__":
     main()

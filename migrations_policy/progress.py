@@ -56,6 +56,8 @@ class Step:
     started: float = field(default_factory=time.monotonic)
     finished: float | None = None
     statements: int = 0
+    #: The command stopped with an error inside this step (it did not run to its end).
+    failed: bool = False
 
     @property
     def seconds(self) -> float:
@@ -104,10 +106,12 @@ class Watch:
         if threading.get_ident() == self.thread:
             self.statement = None
 
-    def finish(self) -> None:
+    def finish(self, failed: bool = False) -> None:
+        """End the running step; *failed*: the command stopped with an error inside it."""
         with self._lock:
             if self.steps and self.steps[-1].finished is None:
                 self.steps[-1].finished = time.monotonic()
+                self.steps[-1].failed = failed
 
 
 class _AlembicLog:
@@ -166,10 +170,12 @@ def watch() -> Iterator[Watch]:
     event.listen(Engine, "before_cursor_execute", current._before)
     event.listen(Engine, "after_cursor_execute", current._after)
     _active.watch = current
+    failed = True
     try:
         yield current
+        failed = False
     finally:
-        current.finish()
+        current.finish(failed=failed)
         _active.watch = None
         event.remove(Engine, "before_cursor_execute", current._before)
         event.remove(Engine, "after_cursor_execute", current._after)
@@ -245,17 +251,18 @@ class _Reporter:
             if index >= self._reported and step.finished is not None:
                 self._reported = index + 1
                 if self.mode == "line":
-                    self._write(f"{self.label}: ran {step.revision} in {step.seconds:,.2f} s "
-                                f"({step.statements:,} statement(s))")
+                    ended = (f"stopped with an error in {step.revision} after" if step.failed
+                             else f"ran {step.revision} in")
+                    self._write(f"{self.label}: {ended} {step.seconds:,.2f} s ({step.statements:,} statement(s))")
 
     def __enter__(self) -> "_Reporter":
         self._thread.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, *exc) -> None:
         self._stop.set()
         self._thread.join()
-        self.watch.finish()
+        self.watch.finish(failed=exc_type is not None)
         self._report_steps()
         if self.mode == "live" and self._width:
             self._write("")

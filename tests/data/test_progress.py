@@ -6,6 +6,7 @@ Shapes only, no timing assertions (a tiny --progress-interval makes the lines co
 from __future__ import annotations
 
 import os
+import random
 import re
 import subprocess
 
@@ -61,3 +62,31 @@ def test_upgrade_names_each_revision_and_its_time(tmp_path):
     still = re.findall(r"^upgrade: still running (?:\S+ )?-> (\S+), .* \([\d,]+\.\d s(?:; statement [\d,]+\.\d s: .+)?\)$",
                        done.stderr, re.MULTILINE)
     assert set(still) <= set(started)
+
+
+@pytest.mark.parametrize("seed", [random.Random().randrange(1 << 30) for _ in range(2)])
+def test_a_revision_that_fails_is_reported_as_stopped_not_ran(tmp_path, seed):
+    """A revision whose upgrade() fails after a drawn number of statements (a table created per
+    statement, then one the database rejects) is reported as stopped, never as "ran"; the ones
+    before it as ran."""
+    import sys
+
+    rng = random.Random(seed)
+    ini = copy_example(tmp_path)
+    creates = "\n".join(f'    op.create_table("t{n}", sa.Column("id", sa.Integer, primary_key=True))'
+                        for n in range(rng.randrange(0, 6)))
+    (ini.parent / "migrations" / "versions" / "expand" / "0003_r3_fails.py").write_text(
+        '"""release 3: fails"""\nfrom alembic import op\nimport sqlalchemy as sa\n\n'
+        'revision = "r3_fails"\ndown_revision = "r2_meta_display_name_version"\nbranch_labels = None\n'
+        "depends_on = None\n\n\ndef upgrade() -> None:\n"
+        f"{creates}\n    op.execute(sa.select(sa.table('no_such_table_{seed}', sa.column('id'))))\n\n\n"
+        "def downgrade() -> None:\n    pass\n")
+    code = "import sys; from migrations_policy.cli import dbsync_main; sys.exit(dbsync_main())"
+    done = run([sys.executable, "-c", code, "-c", str(ini), "upgrade", "--expand", "--progress", "line"])
+    assert done.returncode not in (0, None), (seed, done.stderr)
+    finished = re.findall(r"^upgrade: ran (?:\S+ )?-> (\S+), .* in [\d,]+\.\d\d s", done.stderr, re.MULTILINE)
+    stopped = re.findall(r"^upgrade: stopped with an error in (?:\S+ )?-> (\S+), .* after [\d,]+\.\d\d s "
+                         r"\([\d,]+ statement\(s\)\)$", done.stderr, re.MULTILINE)
+    assert finished == ["expand_root", "r1_inventory", "r2_meta_display_name_version"], (seed, done.stderr)
+    assert stopped == ["r3_fails"], (seed, done.stderr)
+    assert "Traceback" not in done.stderr
