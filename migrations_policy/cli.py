@@ -32,7 +32,7 @@ from typing import Callable, Sequence
 
 import importlib
 
-from . import __version__
+from . import __version__, project_code
 from ._urls import mask_text
 from .config import _first_line
 from .config import CONTRACT, DEFAULT_ALEMBIC_INI, DIALECTS, EXPAND, PHASES
@@ -757,6 +757,14 @@ def run_parsed(args: argparse.Namespace, prog: str = "dbsync") -> int:
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
+    except BaseException as exc:
+        # the project's own code (a script at import, a data-migration module or function, a
+        # model module) raised or called sys.exit(): one line; sys.exit(0) is never "success"
+        if not project_code.stopped_by_project(exc):
+            raise  # raised by the libraries alone (ours included): a bug, with its traceback
+        print(f"{prog}: error: {_for_reader(project_code.describe(exc), prog)} (the project's code stopped "
+              f"`{prog} {spec.name}`)", file=sys.stderr)
+        return 2
     try:
         _print_result(result, getattr(args, "format", "text"), prog)
     except BrokenPipeError:

@@ -17,6 +17,7 @@ from alembic.util import CommandError
 
 from sqlalchemy import exc as sa_exc
 
+from . import project_code
 from .errors import PolicyError, UsageError
 from .gate import DataDestroyed, GateRefused, NotWired
 from .lock_timeout import is_retryable
@@ -47,6 +48,10 @@ def _alembic_watched(running, fn, *args, **kwargs) -> None:
     except CommandError as exc:  # journal.py's refusals carry their own exit code
         raise PolicyError(f"alembic: {_one_line(exc)}", exit_code=getattr(exc, "exit_code", None)) from None
     except (ImportError, OSError) as exc:  # env.py missing, or the project's env.py cannot import its code
+        if running.describe():  # no: a revision's upgrade() imported or opened something
+            raise PolicyError(f"migration failed: {running.describe()}: {project_code.describe(exc)}") from None
+        if project_code.culprit(exc) is not None:  # env.py or a revision script, loading
+            raise PolicyError(f"alembic: cannot load the project's code: {project_code.describe(exc)}") from None
         raise PolicyError(f"alembic: cannot load the environment's env.py: {_one_line(exc)}") from None
     except sa_exc.DBAPIError as exc:
         if is_retryable(exc):
@@ -55,11 +60,17 @@ def _alembic_watched(running, fn, *args, **kwargs) -> None:
                               "(statements that committed before it are journaled: `dbsync status` shows them), "
                               "rerun when that transaction has finished: the rerun resumes") from None
         raise PolicyError(f"migration failed: {running.describe() or 'a revision'}: {_one_line(exc)}") from None
-    except Exception as exc:
-        if not _is_driver_error(exc):
-            raise
-        # a revision that used the DB-API connection itself (op.get_bind().connection...)
-        raise PolicyError(f"migration failed: {running.describe() or 'a revision'}: {_one_line(exc)}") from None
+    except (KeyboardInterrupt, PolicyError):  # ours (env.py's hook raised it): already one line
+        raise
+    except BaseException as exc:
+        if _is_driver_error(exc):  # a revision that used the DB-API connection itself (op.get_bind().connection...)
+            raise PolicyError(f"migration failed: {running.describe() or 'a revision'}: {_one_line(exc)}") from None
+        if not project_code.stopped_by_project(exc):
+            raise  # raised by the libraries alone (ours included): a bug, with its traceback
+        # the script, env.py or the project's code raised, or called sys.exit(): what ran of the
+        # revision rolled back with its transaction (or is journaled), and the version did not move
+        raise PolicyError(f"migration failed: {running.describe() or 'a revision'}: "
+                          f"{project_code.describe(exc)}") from None
 
 
 def _is_driver_error(exc: BaseException) -> bool:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import io
 from typing import Any, Callable
 
+from .project_code import what
+
 
 def first_line(exc: BaseException) -> str:
     """The first line of an exception's text (also for one whose ``__str__`` raises)."""
@@ -60,8 +62,10 @@ def record_operations(fn: Callable[[], Any], dialect: Any,
     operations._install_proxy()
     try:
         fn()
-    except Exception as exc:  # the project's script, run where it was not written to run
-        return recorded, f"{type(exc).__name__}: {first_line(exc)}"
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # the project's script, run where it was not written to run (sys.exit too)
+        return recorded, what(exc)
     finally:
         AbstractOperations.invoke = original_invoke  # type: ignore[method-assign]
         BatchOperationsImpl.flush = original_flush  # type: ignore[method-assign]

@@ -21,7 +21,7 @@ from typing import Any, Iterable
 
 from ..config import Settings
 from ..errors import ConfigError
-from ..project import _one_line
+from .. import project_code
 from .declare import DataMigration, Registry
 from .versions import ReleaseMapping, version_backfill_migrations
 
@@ -45,8 +45,10 @@ def _import(spec: str, what: str) -> Any:
     module_name, _, attribute = spec.partition(":")
     try:
         module = importlib.import_module(module_name.strip())
-    except Exception as exc:  # a project's module may raise anything on import
-        raise ConfigError(f"{what}: cannot import {module_name.strip()!r}: {_one_line(exc)}") from None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # a project's module may raise anything on import, or sys.exit()
+        raise ConfigError(f"{what}: cannot import {module_name.strip()!r}: {project_code.describe(exc)}") from None
     if not attribute:
         return module
     try:
@@ -78,8 +80,11 @@ def load_registry(settings: Settings, sys_paths: Iterable[str] = (), use_entry_p
         for entry_point in entry_points(group=ENTRY_POINT_GROUP):
             try:
                 loaded = entry_point.load()
-            except Exception as exc:
-                raise ConfigError(f"entry point {entry_point.name} ({ENTRY_POINT_GROUP}): {_one_line(exc)}") from None
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:
+                raise ConfigError(f"entry point {entry_point.name} ({ENTRY_POINT_GROUP}): "
+                                  f"{project_code.describe(exc)}") from None
             for migration in migrations_in(loaded):
                 registry.add(migration)
     if settings.release_mapping:

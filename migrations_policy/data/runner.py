@@ -30,6 +30,7 @@ from typing import Any, Callable, Mapping, Sequence
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from .. import project_code
 from .._urls import mask_text
 from ..errors import UsageError
 from ..project import _one_line
@@ -102,7 +103,9 @@ class _Walk:
 
     def fail(self, exc: BaseException) -> None:
         self.report.errors += 1
-        self.report.error = mask_text(_one_line(exc))
+        # the project's function failed: name its file and line; else the error as it reads
+        self.report.error = mask_text(project_code.describe(exc) if project_code.stopped_by_project(exc)
+                                      else _one_line(exc))
         self.report.state = ledger.ERROR
         self.finished = True
 
@@ -167,6 +170,10 @@ class _Walk:
             self.finished = True
             raise
         except Exception as exc:  # one migration's failure must not stop the others
+            connections.discard()
+            self.fail(exc)
+            return 0
+        except (SystemExit, GeneratorExit) as exc:  # the migration's function called sys.exit(): the same
             connections.discard()
             self.fail(exc)
             return 0
