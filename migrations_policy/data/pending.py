@@ -17,13 +17,19 @@ pending row; ``dbsync status`` shows how many, by default as an estimate:
   as good as the table's statistics.  SQLite has none: it counts.
 * **how many, exactly** (``count_pending``): a full count (``status --exact``).
 
+On MariaDB/MySQL each of these runs with subquery materialization off
+(``index_lookups``): an anti-join (``NOT EXISTS`` a node) over a whole table was
+planned as a materialized copy of the other table, probed per row (1,000,000 ports
+and nodes, nothing pending: 17.7 s; as index lookups, 3.2 s).
+
 A completion is never remembered: the probe runs every time, because release-N code
 can make rows pending again at any moment and only the rows themselves can say so.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable, NamedTuple
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -43,10 +49,40 @@ class PendingMigration(NamedTuple):
     estimated: bool = False
 
 
+#: ``Connection.info`` key: ``index_lookups`` is in force on this connection.
+_LOOKUPS = "migrations_policy.index_lookups"
+#: A constant of ours (no input reaches it): the one optimizer flag ``index_lookups`` turns off.
+_NO_MATERIALIZATION = sa.text("SET SESSION optimizer_switch = 'materialization=off'")
+_RESTORE = sa.text("SET SESSION optimizer_switch = :saved")
+
+
+@contextmanager
+def index_lookups(conn: Connection) -> Iterator[None]:
+    """On MariaDB/MySQL, for the duration: subqueries as per-row index lookups, never
+    materialized (the session's ``optimizer_switch`` is restored afterwards).  MariaDB
+    plans ``NOT EXISTS (SELECT ... WHERE other.id = t.fk)`` over many rows by copying
+    the whole other table into a temporary table first, which costs several times the
+    lookups through its primary key, and for ``LIMIT 1`` reads it all before the first
+    row.  Other dialects: nothing.  Nested uses share the outer one."""
+    if conn.dialect.name != "mysql" or conn.info.get(_LOOKUPS):
+        yield
+        return
+    saved = conn.execute(sa.select(sa.literal_column("@@session.optimizer_switch"))).scalar()
+    conn.execute(_NO_MATERIALIZATION)
+    conn.info[_LOOKUPS] = True
+    try:
+        yield
+    finally:
+        conn.info.pop(_LOOKUPS, None)
+        if not conn.invalidated:
+            conn.execute(_RESTORE, {"saved": saved})
+
+
 def count_pending(conn: Connection, migration: DataMigration, where: Any = None) -> int:
     """Rows matching the pending predicate (and *where*)."""
     condition = migration.pending if where is None else where
-    return int(conn.execute(sa.select(sa.func.count()).select_from(migration.table).where(condition)).scalar())
+    with index_lookups(conn):
+        return int(conn.execute(sa.select(sa.func.count()).select_from(migration.table).where(condition)).scalar())
 
 
 def absent(conn: Connection, migration: DataMigration, inspector: Any = None) -> list[tuple[str, str | None]]:
@@ -81,9 +117,10 @@ def has_pending(conn: Connection, migration: DataMigration, last_key: str | None
     """Whether any row is pending: past the ledger's cursor *last_key* first, then behind it;
     each part a first window of ``PROBE_WINDOW`` keys, then the rest."""
     cursor = _cursor(conn, migration, last_key, inspector)
-    if cursor is not None:
-        return _pending_in(conn, migration, cursor, None) or _pending_in(conn, migration, None, cursor)
-    return _pending_in(conn, migration, None, None)
+    with index_lookups(conn):
+        if cursor is not None:
+            return _pending_in(conn, migration, cursor, None) or _pending_in(conn, migration, None, cursor)
+        return _pending_in(conn, migration, None, None)
 
 
 def _pending_in(conn: Connection, migration: DataMigration, after: Any, through: Any) -> bool:
@@ -118,6 +155,12 @@ def pending_migrations(connection: Connection, registry: Iterable[DataMigration]
     """
     states = ledger.read(connection)
     inspector = sa.inspect(connection)
+    with index_lookups(connection):
+        return _pending_migrations(connection, registry, exact, stop_at_pending, states, inspector)
+
+
+def _pending_migrations(connection: Connection, registry: Iterable[DataMigration], exact: bool,
+                        stop_at_pending: bool, states: dict, inspector: Any) -> list[PendingMigration]:
     found = []
     migrations = list(registry)
     if stop_at_pending:

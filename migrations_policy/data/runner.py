@@ -35,7 +35,7 @@ from ..errors import UsageError
 from ..project import _one_line
 from . import ledger, locks
 from .declare import Batch, DataMigration, Registry
-from .pending import count_pending, missing_columns
+from .pending import count_pending, index_lookups, missing_columns
 from .report import EXIT_USAGE, MigrationReport, RunReport
 
 #: Range stepping is used when at least this share of the pending key range is pending.
@@ -117,8 +117,9 @@ class _Walk:
                                         "(not created yet, or dropped by a contract): skipped")
                 return
             key = m.key_column
-            count, low, high = conn.execute(
-                sa.select(sa.func.count(), sa.func.min(key), sa.func.max(key)).where(m.pending)).one()
+            with index_lookups(conn):
+                count, low, high = conn.execute(
+                    sa.select(sa.func.count(), sa.func.min(key), sa.func.max(key)).where(m.pending)).one()
             self.ledger_key = ledger.last_key(conn, m.name)
             conn.rollback()
             ledger.record_start(conn, m.name)
