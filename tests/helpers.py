@@ -85,3 +85,20 @@ def hold_lock(engine: sa.Engine, *statements: str, release: threading.Event | No
     thread.start()
     assert ready.wait(10)
     return thread
+
+
+def wait_until(engine: sa.Engine, query: str, done=lambda rows: bool(rows and rows[0][0]),
+               seconds: float = 60.0, interval: float = 0.01) -> bool:
+    """Poll *query* every *interval* seconds on a connection of its own until ``done(rows)``
+    (default: a non-zero first value); False if *seconds* pass first.  For waiting on an observable
+    server state (a session waiting for a lock) instead of sleeping for a guessed time."""
+    deadline = time.monotonic() + seconds
+    with engine.connect() as conn:
+        while True:
+            rows = conn.execute(sa.text(query)).all()
+            conn.rollback()  # no snapshot kept between polls
+            if done(rows):
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(interval)

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 
 import pytest
 import sqlalchemy as sa
 from alembic import command as alembic_command
 from alembic.config import Config
 
-from ..helpers import hold_lock
+from ..helpers import hold_lock, wait_until
 from .expand_project import ExpandProject
 from .recovery import BODY, PG_AND_MARIADB, dbsync, error_line, fail_at_fourth_statement
 
@@ -103,9 +102,33 @@ op.add_column("books", sa.Column("pages", sa.Integer))
 """
 
 
-def hold_snapshot(engine: sa.Engine, seconds: float) -> threading.Thread:
-    """A long REPEATABLE READ transaction: CREATE INDEX CONCURRENTLY waits for its snapshot."""
-    return hold_lock(engine, "SELECT count(*) FROM loans", seconds=seconds, isolation_level="REPEATABLE READ")
+#: The sessions running CREATE INDEX CONCURRENTLY while they wait for a lock (the snapshot holder's
+#: virtual transaction id), with when each attempt started.
+CONCURRENT_INDEX_WAITS = ("SELECT pid, query_start FROM pg_stat_activity WHERE datname = current_database() "
+                          "AND wait_event_type = 'Lock' AND query ILIKE '%CREATE INDEX CONCURRENTLY%'")
+
+
+def hold_snapshot(engine: sa.Engine, release: threading.Event) -> threading.Thread:
+    """A REPEATABLE READ transaction until *release*: CREATE INDEX CONCURRENTLY waits for its snapshot."""
+    return hold_lock(engine, "SELECT count(*) FROM loans", release=release, isolation_level="REPEATABLE READ")
+
+
+def release_at_second_attempt(engine: sa.Engine, release: threading.Event) -> threading.Thread:
+    """Set *release* once a second attempt of the index build is seen waiting (so the first one gave
+    up, whatever the machine's load), or after a minute."""
+    attempts: set[tuple] = set()
+
+    def second_attempt(rows) -> bool:
+        attempts.update(map(tuple, rows))
+        return len(attempts) >= 2 or release.is_set()
+
+    def watch():
+        wait_until(engine, CONCURRENT_INDEX_WAITS, second_attempt)
+        release.set()
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
 
 
 def index_validity(engine: sa.Engine) -> list[bool]:
@@ -119,9 +142,13 @@ def index_validity(engine: sa.Engine) -> list[bool]:
 def test_concurrent_index_gives_up_then_rerun_drops_the_invalid_index_and_reaches_head(tmp_path, db_url, capsys):
     proj = ExpandProject(tmp_path, db_url, CONCURRENT_BODY, lock_retries="0")
     alembic_command.upgrade(Config(str(proj.ini)), "r1_release1")
-    holder = hold_snapshot(proj.engine, 3)
-    code, _, err = dbsync(proj, capsys, "upgrade", "--expand")
-    holder.join()
+    release = threading.Event()
+    holder = hold_snapshot(proj.engine, release)
+    try:
+        code, _, err = dbsync(proj, capsys, "upgrade", "--expand")
+    finally:
+        release.set()
+        holder.join()
     assert code == 2, err
     assert index_validity(proj.engine) == [False]  # what the give-up left behind
     assert proj.journal() == [(1, "done"), (2, "running")]  # so the build is neither applied nor not
@@ -140,9 +167,15 @@ def test_concurrent_index_gives_up_then_rerun_drops_the_invalid_index_and_reache
 def test_concurrent_index_retry_within_the_run_rebuilds_the_invalid_index(tmp_path, db_url, capsys):
     proj = ExpandProject(tmp_path, db_url, CONCURRENT_BODY, lock_retries="4")
     alembic_command.upgrade(Config(str(proj.ini)), "r1_release1")
-    holder = hold_snapshot(proj.engine, 1.2)
-    code, out, err = dbsync(proj, capsys, "upgrade", "--expand")
-    holder.join()
+    release = threading.Event()
+    holder = hold_snapshot(proj.engine, release)
+    watcher = release_at_second_attempt(proj.engine, release)
+    try:
+        code, out, err = dbsync(proj, capsys, "upgrade", "--expand")
+    finally:
+        release.set()
+        holder.join()
+        watcher.join()
     assert code == 0, err
     assert "gave up waiting for a lock and were retried" in out
     assert proj.heads() == ["r2_expand"]
@@ -151,6 +184,11 @@ def test_concurrent_index_retry_within_the_run_rebuilds_the_invalid_index(tmp_pa
 
 
 # -- deadlock victims are retried like lock timeouts ----------------------------------------------
+#: The revision's UPDATE waiting for a row lock the application holds.
+REVISION_WAITS_FOR_A_ROW = ("SELECT count(*) FROM information_schema.INNODB_TRX "
+                            "WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE 'UPDATE books%'")
+
+
 @pytest.mark.parametrize("backend", ["mysql"], indirect=True)
 def test_a_deadlock_victim_statement_is_retried_and_the_application_commits(tmp_path, db_url, capsys, caplog):
     """InnoDB picks the lighter transaction as the victim: the revision's one-statement UPDATE, caught
@@ -162,14 +200,16 @@ def test_a_deadlock_victim_statement_is_retried_and_the_application_commits(tmp_
         conn.execute(sa.text("INSERT INTO books (id, title) VALUES (1, 'a'), (2, 'b')"))
         conn.execute(sa.text("INSERT INTO loans (id, book_id, who) VALUES " +
                              ", ".join(f"({i}, 1, 'x')" for i in range(1, 301))))
-    ready, app_error = threading.Event(), []
+    ready, app_error, waited = threading.Event(), [], []
 
     def application():
         with proj.engine.connect() as conn:
             conn.execute(sa.text("UPDATE loans SET who = 'app'"))  # a heavy transaction
             conn.execute(sa.text("UPDATE books SET title = 'app' WHERE id = 2"))
             ready.set()
-            time.sleep(0.7)  # the revision now holds row 1 and waits for row 2
+            # the revision now holds row 1 and waits for row 2; InnoDB refreshes INNODB_TRX only
+            # when it was not read for 0.1 s, so a faster poll would read a stale table forever
+            waited.append(wait_until(proj.engine, REVISION_WAITS_FOR_A_ROW, interval=0.25))
             try:
                 conn.execute(sa.text("UPDATE books SET title = 'app' WHERE id = 1"))
                 conn.commit()
@@ -182,6 +222,7 @@ def test_a_deadlock_victim_statement_is_retried_and_the_application_commits(tmp_
     with caplog.at_level("WARNING", logger="migrations_policy.lock_timeout"):
         code, out, err = dbsync(proj, capsys, "upgrade", "--expand")
     thread.join()
+    assert waited == [True], "the revision's UPDATE was never seen waiting for the application's row lock"
     assert app_error == []
     assert code == 0, err
     assert "chosen as a deadlock victim" in caplog.text
