@@ -17,22 +17,25 @@ _LIBRARY_PACKAGES = ("migrations_policy", "alembic", "sqlalchemy", "psycopg", "p
                      "_pytest", "pluggy")
 
 
-def _library_roots() -> tuple[str, ...]:
+def _paths(*keys: str) -> tuple[str, ...]:
+    found = (sysconfig.get_paths().get(key) for key in keys)
+    return tuple(dict.fromkeys(os.path.realpath(path) + os.sep for path in found if path))
+
+
+def _library_roots() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """(the libraries' package directories, the standard library, the installed packages'
+    directories: a project installed there, with its migrations, is not the standard library)."""
     import importlib.util
 
-    roots = []
+    packages = []
     for name in _LIBRARY_PACKAGES:
         spec = importlib.util.find_spec(name)
         if spec is not None and spec.submodule_search_locations:
-            roots.extend(os.path.realpath(p) + os.sep for p in spec.submodule_search_locations)
-    for key in ("stdlib", "platstdlib"):
-        path = sysconfig.get_paths().get(key)
-        if path:
-            roots.append(os.path.realpath(path) + os.sep)
-    return tuple(roots)
+            packages.extend(os.path.realpath(p) + os.sep for p in spec.submodule_search_locations)
+    return tuple(packages), _paths("stdlib", "platstdlib"), _paths("purelib", "platlib")
 
 
-_ROOTS: tuple[str, ...] | None = None
+_ROOTS: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]] | None = None
 
 
 def _is_library(filename: str) -> bool:
@@ -41,7 +44,9 @@ def _is_library(filename: str) -> bool:
         _ROOTS = _library_roots()
     if filename.startswith("<"):  # <frozen importlib._bootstrap>, <string>
         return True
-    return os.path.realpath(filename).startswith(_ROOTS)
+    packages, stdlib, installed = _ROOTS
+    path = os.path.realpath(filename)
+    return path.startswith(packages) or path.startswith(stdlib) and not path.startswith(installed)
 
 
 def culprit(exc: BaseException) -> str | None:
