@@ -13,16 +13,9 @@ from __future__ import annotations
 import io
 from typing import Any, Callable
 
-from .project_code import what
+from .project_code import first_line, what
 
-
-def first_line(exc: BaseException) -> str:
-    """The first line of an exception's text (also for one whose ``__str__`` raises)."""
-    try:
-        text = str(exc)
-    except Exception:
-        text = ""
-    return (text.strip().splitlines() or [""])[0][:200]
+__all__ = ["dropping_operations", "first_line", "record_operations"]
 
 
 def record_operations(fn: Callable[[], Any], dialect: Any,

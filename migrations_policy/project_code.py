@@ -70,15 +70,21 @@ def _shown(filename: str) -> str:
         return filename
 
 
-def what(exc: BaseException) -> str:
-    """``called sys.exit(0)`` or ``RuntimeError: boom`` (first line, at most 200 characters)."""
-    if isinstance(exc, SystemExit):
-        return f"called sys.exit({exc.code!r})"
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's text, at most 200 characters (also for one whose
+    ``__str__`` raises)."""
     try:
         text = str(exc)
     except Exception:  # noqa: BLE001 - an exception whose __str__ raises
         text = ""
-    first = (text.strip().splitlines() or [""])[0][:200]
+    return (text.strip().splitlines() or [""])[0][:200]
+
+
+def what(exc: BaseException) -> str:
+    """``called sys.exit(0)`` or ``RuntimeError: boom`` (its first line)."""
+    if isinstance(exc, SystemExit):
+        return f"called sys.exit({exc.code!r})"
+    first = first_line(exc)
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 

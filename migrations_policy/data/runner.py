@@ -169,12 +169,8 @@ class _Walk:
             connections.discard()
             self.finished = True
             raise
-        except Exception as exc:  # one migration's failure must not stop the others
-            connections.discard()
-            self.fail(exc)
-            return 0
-        except (SystemExit, GeneratorExit) as exc:  # the migration's function called sys.exit(): the same
-            connections.discard()
+        except (Exception, SystemExit, GeneratorExit) as exc:  # one migration's failure (its function's
+            connections.discard()                              # sys.exit() too) must not stop the others
             self.fail(exc)
             return 0
         seconds = time.perf_counter() - started
