@@ -159,46 +159,57 @@ def test_stop_at_pending_probes_unfinished_migrations_first_and_stops_there(db_e
 
 
 def test_the_probe_finds_any_pending_row_window_by_window(db_engine, monkeypatch):
-    """The probe looks in a first window of the key's index (a few keys here), then the rest: sparse keys, an
-    anti-join predicate (NOT EXISTS over another table, as the example's orphan check), cursors
-    anywhere (on a key, between keys, past the end): a pending row is found wherever it is, at a
-    window's edge too, and nothing is reported when none is."""
+    """The probe looks in first windows of the key's index (a few keys here), then the rest: sparse
+    integer keys or text keys, an anti-join predicate (NOT EXISTS over another table, as the example's
+    orphan check), cursors anywhere (on a key, between keys, past the end): a pending row is found
+    wherever it is, at a window's edge too, and nothing is reported when none is."""
     from migrations_policy.data import pending as pending_module
 
     rng = random.Random()
     seed = rng.randrange(1 << 30)
     rng = random.Random(seed)
     monkeypatch.setattr(pending_module, "PROBE_WINDOW", rng.randint(1, 9))
+    text_keys = rng.random() < 0.4
+    key_type = sa.String(20) if text_keys else sa.Integer()
     meta = sa.MetaData()
-    targets = sa.Table("targets", meta, sa.Column("id", sa.Integer, primary_key=True, autoincrement=False))
-    refs = sa.Table("refs", meta, sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
-                    sa.Column("target_id", sa.Integer))
+    targets = sa.Table("targets", meta, sa.Column("id", key_type, primary_key=True, autoincrement=False))
+    refs = sa.Table("refs", meta, sa.Column("id", key_type, primary_key=True, autoincrement=False),
+                    sa.Column("target_id", key_type))
     meta.create_all(db_engine)
-    keys = sorted(rng.sample(range(1, 100_000), rng.randint(20, 80)))
+    count = rng.randint(20, 80)  # sparse, or dense with a few gaps (integer windows end inside the keys)
+    numbers = rng.sample(range(1, rng.choice([100_000, count + 1 + rng.randint(0, 5)])), count)
+    # text keys sort as text, not as the numbers they spell (the windows must not assume either)
+    keys = sorted(f"k{n}" for n in numbers) if text_keys else sorted(numbers)
+    missing = (lambda k: f"gone-{k}") if text_keys else (lambda k: 100_000 + k)
     with db_engine.begin() as conn:
         conn.execute(sa.insert(targets), [{"id": k} for k in keys])
         conn.execute(sa.insert(refs), [{"id": k, "target_id": k if rng.random() < 0.8 else None} for k in keys])
-    r, tg = sa.table("refs", sa.column("id", sa.Integer), sa.column("target_id", sa.Integer)), sa.table(
-        "targets", sa.column("id", sa.Integer))
+    r, tg = sa.table("refs", sa.column("id", key_type), sa.column("target_id", key_type)), sa.table(
+        "targets", sa.column("id", key_type))
     orphans = DataMigration("orphans", table=r, key="id", values={"target_id": None},
                             pending=sa.and_(r.c.target_id.is_not(None),
                                             ~sa.exists().where(tg.c.id == r.c.target_id)))
     window = pending_module.PROBE_WINDOW
-    for trial in range(12):
+    for trial in range(20):
         chosen = rng.sample(keys, rng.choice([0, 0, 1, 1, 2, 3]))
-        at = rng.randrange(-1, len(keys) - window)  # every other trial: the one orphan is a window's last key
-        if trial % 2:
-            chosen = [keys[at + window]]
+        at = rng.randrange(-1, len(keys) - window - 1)  # every other trial: the one orphan is a window's
+        if trial % 2:                                       # last key, or the first key after it
+            chosen = [keys[at + window + rng.randint(0, 1)]]
         with db_engine.begin() as conn:
-            conn.execute(sa.update(refs).where(refs.c.target_id > 100_000).values(target_id=None))
+            conn.execute(sa.update(refs).where(~sa.exists().where(targets.c.id == refs.c.target_id))
+                         .values(target_id=None))
             for key in chosen:  # point at a target that does not exist
-                conn.execute(sa.update(refs).where(refs.c.id == key).values(target_id=100_000 + key))
-        cursors = [None, rng.choice(keys), rng.randint(0, 100_001), keys[0] - 1, keys[-1], keys[-1] + 5,
-                   None if at < 0 else keys[at]]
+                conn.execute(sa.update(refs).where(refs.c.id == key).values(target_id=missing(key)))
+        if text_keys:
+            cursors = [None, rng.choice(keys), f"k{rng.randint(0, 100_001)}", "", keys[-1], keys[-1] + "~",
+                       None if at < 0 else keys[at]]
+        else:
+            cursors = [None, rng.choice(keys), rng.randint(0, 100_001), keys[0] - 1, keys[-1], keys[-1] + 5,
+                       None if at < 0 else keys[at]]
         with db_engine.connect() as conn:
             for cursor in cursors:
                 found = has_pending(conn, orphans, None if cursor is None else str(cursor))
-                assert found == bool(chosen), (seed, trial, chosen, cursor, pending_module.PROBE_WINDOW)
+                assert found == bool(chosen), (seed, text_keys, trial, chosen, cursor, pending_module.PROBE_WINDOW)
 
 
 def _temporary_tables(conn) -> int:
@@ -268,3 +279,70 @@ def test_probes_and_counts_never_copy_the_other_table_on_mariadb(db_engine, back
                     conn.exec_driver_sql("SELECT no_such_column FROM refs")
         conn.rollback()
         assert conn.exec_driver_sql("SELECT @@session.optimizer_switch").scalar() == settings, seed
+
+
+def test_probes_run_in_one_process_and_counts_in_parallel_on_postgresql(db_engine, backend, monkeypatch):
+    """PostgreSQL: the probes of the first windows run without parallel workers (starting them cost
+    more than finding the row), the full counts and the probe of a table's rest keep the session's
+    setting, and the setting is what it was after every call, after nested uses, and after an error
+    once the transaction is rolled back."""
+    if backend != "postgresql":
+        pytest.skip("parallel plans are PostgreSQL's")
+    from migrations_policy.data import pending as pending_module
+    from migrations_policy.data.pending import count_pending, one_row_plans
+
+    seed = random.Random().randrange(1 << 30)
+    rng = random.Random(seed)
+    monkeypatch.setattr(pending_module, "PROBE_WINDOW", rng.randint(1, 40))  # windows, and a rest behind them
+    meta = sa.MetaData()
+    items = sa.Table("items", meta, sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+                     sa.Column("src", sa.String(20)), sa.Column("dst", sa.String(20)))
+    meta.create_all(db_engine)
+    ledger.metadata.create_all(db_engine)
+    size = rng.randint(50, 2000)
+    pending_keys = set(rng.sample(range(1, size + 1), rng.choice([0, 1, rng.randint(2, 30)])))
+    with db_engine.begin() as conn:
+        conn.execute(sa.insert(items), [{"id": k, "src": f"v{k}", "dst": None if k in pending_keys else f"v{k}"}
+                                        for k in range(1, size + 1)])
+    t = sa.table("items", sa.column("id", sa.Integer), sa.column("src"), sa.column("dst"))
+    migration = DataMigration("copy", table=t, key="id", values={"dst": t.c.src}, pending=t.c.dst.is_(None))
+    session_value = str(rng.randint(1, 4))
+    with db_engine.connect() as conn:
+        conn.exec_driver_sql(f"SET max_parallel_workers_per_gather = {session_value}")  # a constant of the test
+        conn.commit()
+        seen = []  # (statement, the setting it ran with)
+
+        def before(_conn, cursor, statement, *_):
+            if "items" in statement and "set_config" not in statement:
+                reader = cursor.connection.cursor()  # the same session and transaction
+                reader.execute("SELECT current_setting('max_parallel_workers_per_gather')")
+                seen.append((statement, reader.fetchone()[0]))
+
+        sa.event.listen(conn, "before_cursor_execute", before)
+        for label, call, expected in (
+                ("probe", lambda: has_pending(conn, migration), bool(pending_keys)),
+                ("count", lambda: count_pending(conn, migration), len(pending_keys)),
+                ("exact", lambda: pending_migrations(conn, Registry([migration]), exact=True)[0].remaining,
+                 len(pending_keys)),
+                ("gate", lambda: pending_migrations(conn, Registry([migration]))[0].remaining > 0,
+                 bool(pending_keys))):
+            seen.clear()
+            assert call() == expected, (seed, label)
+            counts = [value for statement, value in seen if "count(" in statement]
+            probes = [(statement, value) for statement, value in seen if "LIMIT" in statement and "OFFSET" not in statement]
+            windows = [value for statement, value in probes if "<=" in statement]
+            rests = [value for statement, value in probes if "<=" not in statement]  # no cursor: the rest is "id >"
+            assert all(value == session_value for value in counts + rests), (seed, label, seen)
+            assert all(value == "0" for value in windows), (seed, label, seen)
+            if label in ("probe", "gate") and not pending_keys:
+                assert rests, (seed, label, seen)  # nothing pending: the rest of the table was read
+            if label in ("probe", "gate"):
+                assert windows, (seed, label, seen)  # the first window was probed
+            assert conn.exec_driver_sql("SHOW max_parallel_workers_per_gather").scalar() == session_value, \
+                (seed, label)
+        with pytest.raises(sa.exc.DBAPIError):
+            with one_row_plans(conn):
+                with one_row_plans(conn):
+                    conn.exec_driver_sql("SELECT no_such_column FROM items")
+        conn.rollback()
+        assert conn.exec_driver_sql("SHOW max_parallel_workers_per_gather").scalar() == session_value, seed
