@@ -313,6 +313,9 @@ def _configure_online_data_migrations(parser: argparse.ArgumentParser) -> None:
                         help="run only this migration (repeatable)")
     parser.add_argument("--option", action="append", default=[], metavar="NAME.key=value",
                         help="pass an option to a migration (repeatable)")
+    parser.add_argument("--exact", action="store_true",
+                        help="count the rows pending before the walk (a full scan of a big table; "
+                             "default: the planner's estimate, marked ~)")
 
 
 def _run_online_data_migrations(args: argparse.Namespace) -> commands.Result:
@@ -322,6 +325,7 @@ def _run_online_data_migrations(args: argparse.Namespace) -> commands.Result:
     return commands.online_data_migrations(
         _project(args), batch_size=args.batch_size, batch_seconds=args.batch_seconds, max_count=args.max_count, sleep=args.sleep,
         workers=args.workers, migrations=args.migration, options=args.option, progress=progress,
+        exact=args.exact,
     )
 
 
@@ -355,6 +359,7 @@ def _run_prune(args: argparse.Namespace) -> commands.Result:
     return commands.prune(
         _project(args), batch_size=args.batch_size, batch_seconds=args.batch_seconds, max_count=args.max_count,
         sleep=args.sleep, workers=args.workers, migrations=args.migration, options=args.option, progress=progress,
+        exact=args.exact,
     )
 
 

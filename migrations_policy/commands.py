@@ -421,7 +421,7 @@ def online_data_migrations(project: Project, **options: Any) -> DataMigrationsRe
     """Run the project's online data migrations in batches (docs/data_migrations.rst).
 
     Keyword arguments: ``batch_size``, ``batch_seconds``, ``max_count``, ``sleep``, ``workers``,
-    ``migrations`` (names), ``options`` (``"NAME.key=value"`` strings), ``progress``.
+    ``migrations`` (names), ``options`` (``"NAME.key=value"`` strings), ``progress``, ``exact``.
     """
     from .data.command import run_for_project
 

@@ -35,14 +35,14 @@ def parse_option_args(pairs: Iterable[str]) -> dict[str, dict[str, str]]:
 def run_for_project(
     project: Project, *, batch_size: int | None = None, batch_seconds: float | None = None,
     max_count: int | None = None, sleep: float = 0.0, workers: int = 1, migrations: Iterable[str] = (),
-    options: Iterable[str] = (), progress: Any = None,
+    options: Iterable[str] = (), progress: Any = None, exact: bool = False,
 ) -> RunReport:
     if batch_seconds is None:
         batch_seconds = project.settings.batch_seconds
     run_options = RunOptions(
         batch_size=batch_size or project.settings.batch_size, batch_seconds=batch_seconds or None,
         max_count=max_count, sleep=sleep, workers=workers,
-        names=list(migrations), options=parse_option_args(options),
+        names=list(migrations), options=parse_option_args(options), exact=exact,
     )
     registry = project_registry(project)
     with project.connect() as connection:  # one-line error now if the database cannot be reached
@@ -77,7 +77,7 @@ def undeclared_requirements(project: Project, registry: Registry, connection: An
 def prune_for_project(project: Project, *, batch_size: int | None = None, batch_seconds: float | None = None,
                       max_count: int | None = None, sleep: float = 0.0, workers: int = 1,
                       migrations: Iterable[str] = (), options: Iterable[str] = (),
-                      progress: Any = None) -> tuple[RunReport, dict[str, int]]:
+                      progress: Any = None, exact: bool = False) -> tuple[RunReport, dict[str, int]]:
     """``dbsync prune``: the project's ``Prune`` declarations (in its data_migrations modules),
     children first, on the data-migration runner.  *migrations* selects prunes by name."""
     from .discovery import _import
@@ -96,7 +96,7 @@ def prune_for_project(project: Project, *, batch_size: int | None = None, batch_
     run_options = RunOptions(batch_size=batch_size or project.settings.batch_size,
                              batch_seconds=(batch_seconds if batch_seconds is not None
                                             else project.settings.batch_seconds) or None,
-                             max_count=max_count, sleep=sleep, workers=workers)
+                             max_count=max_count, sleep=sleep, workers=workers, exact=exact)
     if not prunes:
         return RunReport(max_count=max_count), {}
     with project.connect():

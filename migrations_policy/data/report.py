@@ -20,6 +20,8 @@ class MigrationReport:
     strategy: str = ""
     strategy_note: str = ""
     remaining_before: int | None = None
+    #: *remaining_before* is the planner's estimate (a big table is not counted before its walk).
+    remaining_before_estimated: bool = False
     migrated: int = 0
     stuck: int = 0
     remaining_after: int | None = None
@@ -34,7 +36,8 @@ class MigrationReport:
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name, "state": self.state, "strategy": self.strategy, "note": self.strategy_note,
-            "remaining_before": self.remaining_before, "migrated": self.migrated, "stuck": self.stuck,
+            "remaining_before": self.remaining_before, "remaining_before_estimated": self.remaining_before_estimated,
+            "migrated": self.migrated, "stuck": self.stuck,
             "remaining_after": self.remaining_after, "errors": self.errors, "error": self.error,
             "batches": self.batches, "longest_batch_seconds": round(self.longest_batch_seconds, 4),
             "batch_sizes": list(self.batch_sizes),
@@ -83,7 +86,8 @@ class RunReport:
             return "no data migrations are declared (settings: data_migrations, release_mapping)"
         header = ("migration", "remaining before", "migrated", "stuck", "remaining after", "errors", "state")
         rows = [header] + [
-            (m.name, _count(m.remaining_before), str(m.migrated), str(m.stuck), _count(m.remaining_after),
+            (m.name, _count(m.remaining_before, m.remaining_before_estimated), str(m.migrated), str(m.stuck),
+             _count(m.remaining_after),
              str(m.errors), m.state) for m in self.migrations
         ]
         widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
@@ -103,6 +107,8 @@ class RunReport:
             if m.stuck:
                 notes.append(f"{m.name}: {m.stuck} row(s) still pending after their batch migrated them: "
                              "the migration cannot migrate them (fix the data or the migration, then rerun)")
+        if any(m.remaining_before_estimated for m in self.migrations):
+            notes.append("~: the planner's estimate of the rows pending before the walk (--exact counts them)")
         verdict = {
             EXIT_COMPLETE: "all data migrations are complete",
             EXIT_MORE_WORK: ("--max-count reached, work remains: run again" if self.max_count_reached
@@ -116,8 +122,8 @@ class RunReport:
         return notes + [f"{self.migrated} row(s) migrated in {self.seconds:.1f} s; {verdict}"]
 
 
-def _count(value: int | None) -> str:
-    return "-" if value is None else str(value)
+def _count(value: int | None, estimated: bool = False) -> str:
+    return "-" if value is None else f"~{value}" if estimated else str(value)
 
 
 class TerminalProgress:
@@ -169,7 +175,8 @@ class LineProgress:
         line = f"{self.label}: {m.name}: {done:,}"
         if m.remaining_before:
             remaining = max(m.remaining_before - done, 0)
-            line += f" of {m.remaining_before:,} rows ({100.0 * done / m.remaining_before:.1f}%)"
+            about = "~" if m.remaining_before_estimated else ""
+            line += f" of {about}{m.remaining_before:,} rows ({100.0 * done / m.remaining_before:.1f}%)"
             eta = f"{remaining / rate:,.0f} s" if rate > 0 else "?"
         else:
             line += " rows"

@@ -35,8 +35,9 @@ from .._urls import mask_text
 from ..errors import UsageError
 from ..project import _one_line
 from . import ledger, locks
+from . import pending as probes
 from .declare import Batch, DataMigration, Registry
-from .pending import count_pending, index_lookups, missing_columns
+from .pending import count_pending, estimate, index_lookups, missing_columns, one_row_plans
 from .report import EXIT_USAGE, MigrationReport, RunReport
 
 #: Range stepping is used when at least this share of the pending key range is pending.
@@ -58,6 +59,9 @@ class RunOptions:
     sleep: float = 0.0
     workers: int = 1
     names: Sequence[str] = ()
+    #: Count the pending rows before the walk (a full scan of a big table); default: the
+    #: planner's estimate, unless the first window of keys holds them all (then counted).
+    exact: bool = False
     #: {migration name: {option key: raw string}} from ``--option NAME.key=value``.
     options: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
@@ -119,28 +123,52 @@ class _Walk:
                 report.strategy_note = (f"{', '.join(missing)} does not exist "
                                         "(not created yet, or dropped by a contract): skipped")
                 return
-            key = m.key_column
-            with index_lookups(conn):
-                count, low, high = conn.execute(
-                    sa.select(sa.func.count(), sa.func.min(key), sa.func.max(key)).where(m.pending)).one()
+            with index_lookups(conn), one_row_plans(conn):
+                low, high, count, estimated, density = self._survey(conn)
             self.ledger_key = ledger.last_key(conn, m.name)
             conn.rollback()
             ledger.record_start(conn, m.name)
-        report.remaining_before = int(count)
+        report.remaining_before, report.remaining_before_estimated = count, estimated
         report.state = ledger.RUNNING
-        if not count:
+        if low is None:
             self.finished = self.walked_to_end = True
             return
-        if isinstance(low, int) and not isinstance(low, bool):
-            density = count / (high - low + 1)
+        if density is not None:
             if density >= DENSE_THRESHOLD:
                 report.strategy, self.cursor, self.high = "range", low - 1, high
                 return
             report.strategy_note = (f"keyset pagination: pending keys are sparse "
-                                    f"({density:.1%} of {m.key} {low}..{high})")
+                                    f"({density:.1%} of {m.key} {low}..{min(high, low + probes.PROBE_WINDOW - 1)})")
         else:
             report.strategy_note = f"keyset pagination: key {m.table_name}.{m.key} is not an integer"
         report.strategy = "keyset"
+
+    def _survey(self, conn: Connection) -> tuple[Any, Any, int, bool, float | None]:
+        """The first and last pending keys, the pending rows (and whether that is the planner's
+        estimate), and the density of pending keys in the first window (None: not integer keys).
+
+        No full count by default: the two ends are one index lookup each where rows are pending
+        there, and the density comes from the first ``PROBE_WINDOW`` keys.  When that window
+        holds every pending key its count is the exact number; otherwise the number is the
+        planner's estimate (counted on SQLite, which has none, or with ``RunOptions.exact``)."""
+        m = self.migration
+        key = m.key_column
+        low = conn.execute(sa.select(key).where(m.pending).order_by(key).limit(1)).scalar()
+        if low is None:
+            return None, None, 0, False, None  # verified: nothing is pending
+        high = conn.execute(sa.select(key).where(m.pending).order_by(key.desc()).limit(1)).scalar()
+        density = None
+        if isinstance(low, int) and not isinstance(low, bool):
+            edge = min(high, low + probes.PROBE_WINDOW - 1)
+            sample = conn.execute(sa.select(sa.func.count()).select_from(m.table).where(
+                key >= low, key <= edge, m.pending)).scalar()
+            density = sample / (edge - low + 1)
+            if edge == high:
+                return low, high, int(sample), False, density
+        guess = None if self.run.exact else estimate(conn, m)
+        if guess is None:
+            return low, high, count_pending(conn, m), False, density
+        return low, high, max(int(guess), 1), True, density
 
     def step(self, connections: _Connections, width: int) -> int:
         """One batch of at most about *width* rows; returns the rows it processed.

@@ -467,3 +467,56 @@ def test_a_batch_never_makes_the_applications_inserts_wait(db_engine, backend, s
     assert waited == []
     assert by_name(report)["copy_while_inserting"].migrated == len(keys)
     assert scalar(db_engine, sa.select(sa.func.count()).select_from(items)) == len(taken)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_rows_before_the_walk_are_counted_in_the_first_window_else_estimated(db_engine, monkeypatch, seed):
+    """No full count before the walk: the first window of keys gives the strategy (its density)
+    and, when it holds every pending key, the exact number; past it the number is the planner's
+    estimate (PostgreSQL, MariaDB; SQLite has none and counts), marked, unless ``exact``.  What the
+    walk migrated and what remains after it are exact whatever the estimate said."""
+    import random
+
+    from migrations_policy.data import pending as probes
+    from migrations_policy.data.runner import DENSE_THRESHOLD
+
+    rng = random.Random(seed)
+    window = rng.randint(2, 60)
+    monkeypatch.setattr(probes, "PROBE_WINDOW", window)
+    rows = rng.randint(20, 300)
+    create_schema(db_engine, rows=rows)
+    done = set(rng.sample(range(1, rows + 1), rng.randint(0, rows - 1)))  # rows already migrated
+    with db_engine.begin() as conn:
+        conn.execute(sa.update(items).where(items.c.id.in_(done)).values(dst=items.c.src))
+    pending = sorted(set(range(1, rows + 1)) - done)
+    low, high = pending[0], pending[-1]
+    edge = min(high, low + window - 1)
+    density = sum(1 for k in pending if k <= edge) / (edge - low + 1)
+    exact = rng.random() < 0.3
+    m = by_name(run(db_engine, Registry([copy()]), RunOptions(batch_size=rng.randint(5, 80), exact=exact)))["copy_items"]
+    counted = exact or edge == high or db_engine.dialect.name == "sqlite"
+    context = (seed, window, rows, len(pending), exact, m.remaining_before, m.strategy)
+    assert m.remaining_before_estimated is not counted, context
+    if counted:
+        assert m.remaining_before == len(pending), context
+    else:
+        assert m.remaining_before >= 1, context
+    assert m.strategy == ("range" if density >= DENSE_THRESHOLD else "keyset"), context
+    assert (m.migrated, m.remaining_after, m.state) == (len(pending), 0, "complete"), context
+    report = run(db_engine, Registry([copy()]), RunOptions())
+    assert (report.migrations[0].remaining_before, report.migrations[0].remaining_before_estimated) == (0, False)
+
+
+def test_an_estimate_is_marked_in_text_and_json(db_engine, monkeypatch):
+    from migrations_policy.data import pending as probes
+
+    monkeypatch.setattr(probes, "PROBE_WINDOW", 10)
+    create_schema(db_engine, rows=200)
+    report = run(db_engine, Registry([copy()]), RunOptions(batch_size=50))
+    [m] = report.to_dict()["migrations"]
+    estimated = db_engine.dialect.name != "sqlite"
+    assert m["remaining_before_estimated"] is estimated
+    row = next(line for line in report.text().splitlines() if line.startswith("copy_items"))
+    assert (f"~{m['remaining_before']}" in row) is estimated, row
+    assert ("planner's estimate" in report.text()) is estimated
+    assert m["remaining_before"] >= 1 and m["migrated"] == 200 and m["remaining_after"] == 0
