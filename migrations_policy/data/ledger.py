@@ -134,6 +134,16 @@ def last_key(connection: Connection, name: str) -> str | None:
     return connection.execute(last_key_query(name)).scalar()
 
 
+#: States after which the next run resumes at ``last_key``: the walk stopped before its end.
+RESUMABLE = (INCOMPLETE, INTERRUPTED, RUNNING, ERROR)
+
+
+def position(connection: Connection, name: str) -> tuple[str, str | None]:
+    """*name*'s state and ``last_key`` (``never run``, None without a row)."""
+    row = connection.execute(sa.select(ledger.c.state, ledger.c.last_key).where(ledger.c.name == name)).first()
+    return (NEVER_RUN, None) if row is None else (row.state, row.last_key)
+
+
 def record_finish(connection: Connection, name: str, state: str, error: str | None = None, stuck: int = 0) -> None:
     """The run's end: *state*, and the *stuck* rows counted once the walk was over."""
     _ensure_row(connection, name)

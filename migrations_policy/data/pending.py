@@ -123,7 +123,7 @@ def has_pending(conn: Connection, migration: DataMigration, last_key: str | None
     The cheap parts first: the first windows of keys past the cursor, then behind it (with
     plans that return their first row early), and only then the rest of each part (when
     nothing is pending: one pass over the table)."""
-    cursor = _cursor(conn, migration, last_key, inspector)
+    cursor = cursor_value(conn, migration, last_key, inspector)
     parts = [(None, None)] if cursor is None else [(cursor, None), (None, cursor)]
     rests = []
     with index_lookups(conn):
@@ -208,6 +208,31 @@ def _set_parallel_workers(conn: Connection, value: str) -> None:
     conn.execute(sa.select(sa.func.set_config(_PARALLEL_WORKERS, value, True)))
 
 
+def remaining(conn: Connection, migration: DataMigration, last_key: str | None = None, exact: bool = False,
+              inspector: Any = None) -> tuple[int, bool]:
+    """A run's rows still pending, and whether that number is the planner's estimate.
+
+    0 is always verified (``has_pending``: past the ledger's cursor *last_key* first, so
+    while work remains it costs a window, not the table).  A pending row found, the rows are
+    counted when *exact*, when the table holds at most ``PROBE_WINDOW`` rows (a bounded read),
+    or where the database gives no estimate (SQLite); otherwise the planner's estimate, at
+    least 1."""
+    if exact:
+        return count_pending(conn, migration), False
+    if not has_pending(conn, migration, last_key, inspector):
+        return 0, False
+    guess = None if _at_most_one_window(conn, migration) else estimate(conn, migration)
+    if guess is None:
+        return count_pending(conn, migration), False
+    return max(int(guess), 1), True
+
+
+def _at_most_one_window(conn: Connection, migration: DataMigration) -> bool:
+    """Whether the table holds at most ``PROBE_WINDOW`` rows (reads at most one more key)."""
+    keys = sa.select(migration.key_column).limit(PROBE_WINDOW + 1).subquery()
+    return conn.execute(sa.select(sa.func.count()).select_from(keys)).scalar() <= PROBE_WINDOW
+
+
 def estimate(conn: Connection, migration: DataMigration) -> int | None:
     """The planner's estimate of the pending rows; None where the database gives none (SQLite)."""
     return planner_rows(conn, sa.select(migration.key_column).where(migration.pending))
@@ -257,7 +282,7 @@ def _pending_migrations(connection: Connection, registry: Iterable[DataMigration
     return found
 
 
-def _cursor(conn: Connection, migration: DataMigration, last_key: str | None, inspector: Any) -> Any:
+def cursor_value(conn: Connection, migration: DataMigration, last_key: str | None, inspector: Any = None) -> Any:
     """The ledger's text *last_key* as a value of the key column's type (integer or text keys
     only; None for any other type, or when it does not parse)."""
     if last_key is None:

@@ -20,11 +20,13 @@ class MigrationReport:
     strategy: str = ""
     strategy_note: str = ""
     remaining_before: int | None = None
-    #: *remaining_before* is the planner's estimate (a big table is not counted before its walk).
+    #: *remaining_before* is the planner's estimate (a big table is not counted).
     remaining_before_estimated: bool = False
     migrated: int = 0
     stuck: int = 0
     remaining_after: int | None = None
+    #: *remaining_after* is the planner's estimate (rows remain; 0 is always verified).
+    remaining_after_estimated: bool = False
     batches: int = 0
     errors: int = 0
     error: str | None = None
@@ -38,7 +40,8 @@ class MigrationReport:
             "name": self.name, "state": self.state, "strategy": self.strategy, "note": self.strategy_note,
             "remaining_before": self.remaining_before, "remaining_before_estimated": self.remaining_before_estimated,
             "migrated": self.migrated, "stuck": self.stuck,
-            "remaining_after": self.remaining_after, "errors": self.errors, "error": self.error,
+            "remaining_after": self.remaining_after, "remaining_after_estimated": self.remaining_after_estimated,
+            "errors": self.errors, "error": self.error,
             "batches": self.batches, "longest_batch_seconds": round(self.longest_batch_seconds, 4),
             "batch_sizes": list(self.batch_sizes),
         }
@@ -87,7 +90,7 @@ class RunReport:
         header = ("migration", "remaining before", "migrated", "stuck", "remaining after", "errors", "state")
         rows = [header] + [
             (m.name, _count(m.remaining_before, m.remaining_before_estimated), str(m.migrated), str(m.stuck),
-             _count(m.remaining_after),
+             _count(m.remaining_after, m.remaining_after_estimated),
              str(m.errors), m.state) for m in self.migrations
         ]
         widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
@@ -107,8 +110,8 @@ class RunReport:
             if m.stuck:
                 notes.append(f"{m.name}: {m.stuck} row(s) still pending after their batch migrated them: "
                              "the migration cannot migrate them (fix the data or the migration, then rerun)")
-        if any(m.remaining_before_estimated for m in self.migrations):
-            notes.append("~: the planner's estimate of the rows pending before the walk (--exact counts them)")
+        if any(m.remaining_before_estimated or m.remaining_after_estimated for m in self.migrations):
+            notes.append("~: the planner's estimate of the rows pending (--exact counts them)")
         verdict = {
             EXIT_COMPLETE: "all data migrations are complete",
             EXIT_MORE_WORK: ("--max-count reached, work remains: run again" if self.max_count_reached

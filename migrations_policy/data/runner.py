@@ -37,7 +37,7 @@ from ..project import _one_line
 from . import ledger, locks
 from . import pending as probes
 from .declare import Batch, DataMigration, Registry
-from .pending import count_pending, estimate, index_lookups, missing_columns, one_row_plans
+from .pending import count_pending, cursor_value, index_lookups, missing_columns, one_row_plans, remaining
 from .report import EXIT_USAGE, MigrationReport, RunReport
 
 #: Range stepping is used when at least this share of the pending key range is pending.
@@ -59,8 +59,9 @@ class RunOptions:
     sleep: float = 0.0
     workers: int = 1
     names: Sequence[str] = ()
-    #: Count the pending rows before the walk (a full scan of a big table); default: the
-    #: planner's estimate, unless the first window of keys holds them all (then counted).
+    #: Count the rows pending before and after the walk (a full scan of a big table each);
+    #: default: 0 verified, else counted in a table of at most ``PROBE_WINDOW`` rows, else
+    #: the planner's estimate (``pending.remaining``).
     exact: bool = False
     #: {migration name: {option key: raw string}} from ``--option NAME.key=value``.
     options: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
@@ -102,6 +103,7 @@ class _Walk:
         self.cursor: Any = None
         self.high: Any = None
         self.walked_to: Any = None  # the upper key of this run's last batch
+        self.first_key: Any = None  # the first pending key this run's walk started at
         self.ledger_key: str | None = None  # the ledger's last_key as this runner last saw or wrote it
         self._ledger_read: sa.Select | None = None  # this migration's last_key, read under the lock
 
@@ -123,9 +125,12 @@ class _Walk:
                 report.strategy_note = (f"{', '.join(missing)} does not exist "
                                         "(not created yet, or dropped by a contract): skipped")
                 return
+            state, self.ledger_key = ledger.position(conn, m.name)
+            resume = cursor_value(conn, m, self.ledger_key) if state in ledger.RESUMABLE else None
             with index_lookups(conn), one_row_plans(conn):
-                low, high, count, estimated, density = self._survey(conn)
-            self.ledger_key = ledger.last_key(conn, m.name)
+                low, high, density, resumed = self._survey(conn, resume)
+                count, estimated = (0, False) if low is None else \
+                    remaining(conn, m, self.ledger_key, self.run.exact)
             conn.rollback()
             ledger.record_start(conn, m.name)
         report.remaining_before, report.remaining_before_estimated = count, estimated
@@ -133,42 +138,49 @@ class _Walk:
         if low is None:
             self.finished = self.walked_to_end = True
             return
+        self.first_key = low
+        if resumed:
+            report.strategy_note = f"resumed after {m.key} {resume} (where the last run stopped)"
         if density is not None:
             if density >= DENSE_THRESHOLD:
                 report.strategy, self.cursor, self.high = "range", low - 1, high
                 return
-            report.strategy_note = (f"keyset pagination: pending keys are sparse "
-                                    f"({density:.1%} of {m.key} {low}..{min(high, low + probes.PROBE_WINDOW - 1)})")
+            why = (f"keyset pagination: pending keys are sparse "
+                   f"({density:.1%} of {m.key} {low}..{min(high, low + probes.PROBE_WINDOW - 1)})")
         else:
-            report.strategy_note = f"keyset pagination: key {m.table_name}.{m.key} is not an integer"
+            why = f"keyset pagination: key {m.table_name}.{m.key} is not an integer"
+        report.strategy_note = f"{report.strategy_note}; {why}" if report.strategy_note else why
         report.strategy = "keyset"
+        self.cursor = resume if resumed else None
 
-    def _survey(self, conn: Connection) -> tuple[Any, Any, int, bool, float | None]:
-        """The first and last pending keys, the pending rows (and whether that is the planner's
-        estimate), and the density of pending keys in the first window (None: not integer keys).
+    def _survey(self, conn: Connection, resume: Any) -> tuple[Any, Any, float | None, bool]:
+        """The first and last pending keys, the density of pending keys in the first window
+        (None: not integer keys), and whether the walk resumes past *resume*.
 
-        No full count by default: the two ends are one index lookup each where rows are pending
-        there, and the density comes from the first ``PROBE_WINDOW`` keys.  When that window
-        holds every pending key its count is the exact number; otherwise the number is the
-        planner's estimate (counted on SQLite, which has none, or with ``RunOptions.exact``)."""
+        No count of the table: the ends are read in key order (one index lookup each where
+        rows are pending there), the density from the first ``PROBE_WINDOW`` keys.  A walk
+        that the last run left midway (``ledger.RESUMABLE``) resumes past its cursor *resume*,
+        so a ``--max-count`` loop does not read again what earlier runs finished; rows behind
+        the cursor wait for a walk from the start (the exit code says to run again)."""
         m = self.migration
         key = m.key_column
-        low = conn.execute(sa.select(key).where(m.pending).order_by(key).limit(1)).scalar()
+
+        def first_pending(*where: Any) -> Any:
+            return conn.execute(sa.select(key).where(*where, m.pending).order_by(key).limit(1)).scalar()
+
+        low = None if resume is None else first_pending(key > resume)
+        resumed = low is not None
         if low is None:
-            return None, None, 0, False, None  # verified: nothing is pending
+            low = first_pending()  # nothing past the cursor: from the start
+        if low is None:
+            return None, None, None, False  # verified: nothing is pending
         high = conn.execute(sa.select(key).where(m.pending).order_by(key.desc()).limit(1)).scalar()
-        density = None
-        if isinstance(low, int) and not isinstance(low, bool):
-            edge = min(high, low + probes.PROBE_WINDOW - 1)
-            sample = conn.execute(sa.select(sa.func.count()).select_from(m.table).where(
-                key >= low, key <= edge, m.pending)).scalar()
-            density = sample / (edge - low + 1)
-            if edge == high:
-                return low, high, int(sample), False, density
-        guess = None if self.run.exact else estimate(conn, m)
-        if guess is None:
-            return low, high, count_pending(conn, m), False, density
-        return low, high, max(int(guess), 1), True, density
+        if not isinstance(low, int) or isinstance(low, bool):
+            return low, high, None, resumed
+        edge = min(high, low + probes.PROBE_WINDOW - 1)
+        sample = conn.execute(sa.select(sa.func.count()).select_from(m.table).where(
+            key >= low, key <= edge, m.pending)).scalar()
+        return low, high, sample / (edge - low + 1), resumed
 
     def step(self, connections: _Connections, width: int) -> int:
         """One batch of at most about *width* rows; returns the rows it processed.
@@ -279,10 +291,12 @@ class _Walk:
             with engine.connect() as conn:
                 stuck = 0
                 if report.state != ledger.INAPPLICABLE:
-                    report.remaining_after = count_pending(conn, self.migration)
+                    report.remaining_after, report.remaining_after_estimated = remaining(
+                        conn, self.migration, self.ledger_key, self.run.exact)
                     if self.migration.unmigratable is not None and walked is not None and report.remaining_after:
+                        key = self.migration.key_column  # the rows this run walked
                         stuck = count_pending(conn, self.migration, sa.and_(
-                            self.migration.key_column <= walked, self.migration.pending,
+                            key >= self.first_key, key <= walked, self.migration.pending,
                             self.migration.unmigratable))
                         report.stuck += stuck
                     conn.rollback()
