@@ -12,7 +12,9 @@ SQLAlchemy) for ``--seconds`` while
   online_data_migrations``) backfills ``orders.label`` in a separate process, with
   ``--batch-size`` (default: the runner's, 5000) and each batch time target T of
   ``--batch-seconds`` (default: the runner's default; 0: fixed-size batches);
-* ``big UPDATE``: one ``UPDATE orders SET label = ...`` (the naive backfill) runs.
+* ``big UPDATE``: one ``UPDATE orders SET label = ...`` (the naive backfill) runs;
+* ``CPU hog`` (``--floor``): a process that only burns CPU runs, touching no table: on a
+  machine with few cores, what any concurrent work costs the writers.
 
 The backfill fills ``label``, NULL until then, so every row grows; ``--same-size``
 seeds a 15-character placeholder and rewrites it with 15 characters, so that no
@@ -144,6 +146,8 @@ def scenario(name: str, engine: sa.Engine, url: str, args: argparse.Namespace) -
         process = background
         threading.Thread(target=lambda: (process.wait(), finished.append(time.perf_counter())), daemon=True).start()
         background.stdout.readline()  # "started": imports done (seconds on a loaded machine), batches begin
+    elif name == "CPU hog":  # a process that only burns CPU: what any concurrent work costs the writers here
+        background = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     elif name == "big UPDATE":
         def naive() -> None:
             began = time.monotonic()
@@ -164,15 +168,15 @@ def scenario(name: str, engine: sa.Engine, url: str, args: argparse.Namespace) -
     if isinstance(background, subprocess.Popen):
         background.terminate()
         out, _ = background.communicate()
-        if not busy and background.returncode:  # it ended by itself, and badly: no figure to report
+        if not busy and background.returncode and name != "CPU hog":  # it ended by itself, and badly: no figure to report
             raise SystemExit(f"{name}: the runner exited with {background.returncode} (its error is above)")
-        took.extend(float(x) for x in out.split()[2:3])  # after "started": rows, seconds
+        took.extend(float(x) for x in (out or "").split()[2:3])  # after "started": rows, seconds
     elif background is not None:
         background.join()
     latencies.sort()
     return {"name": name, "ops": len(latencies), "p50": statistics.median(latencies),
             "p99": latencies[int(len(latencies) * 0.99) - 1], "max": latencies[-1],
-            "backfill": "" if name == "baseline" else
+            "backfill": "" if name in ("baseline", "CPU hog") else
             f"{labelled(engine)} rows labelled" + (", still running at the end" if busy else
                                                     f" in {took[0]:.1f} s" if took else "")}
 
@@ -210,6 +214,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1,
                         help="run every scenario this many times, interleaved; report the median of each figure")
     parser.add_argument("--no-big-update", action="store_true", help="skip the big UPDATE scenario")
+    parser.add_argument("--floor", action="store_true",
+                        help="also measure the writers beside a process that only burns CPU (the machine's floor)")
     parser.add_argument("--same-size", action="store_true",
                         help="the backfill rewrites a label of the same length instead of filling a NULL one "
                              "(rows do not grow: on InnoDB, no page splits under the index latch)")
@@ -221,7 +227,8 @@ def main() -> None:
             url = server.create_database()
             engine = sa.create_engine(url, pool_size=args.writers + 2)
             text = url.render_as_string(hide_password=False)
-            names = ("baseline", *runners, *(() if args.no_big_update else ("big UPDATE",)))
+            names = ("baseline", *(("CPU hog",) if args.floor else ()), *runners,
+                     *(() if args.no_big_update else ("big UPDATE",)))
             rounds = [[scenario(name, engine, text, args) for name in names] for _ in range(args.repeat)]
             results = [median_of([round_[i] for round_ in rounds]) for i in range(len(names))]
             engine.dispose()
