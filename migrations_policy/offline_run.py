@@ -69,10 +69,11 @@ def record_operations(fn: Callable[[], Any], dialect: Any,
 
 
 def dropping_operations(fn: Callable[[], Any], dialect_name: str) -> tuple[list[Any], str | None]:
-    """``record_operations`` for reading what *fn* drops: on the database's dialect, else (SQLite's
-    batch mode needs a live database to reflect) as PostgreSQL would run it, where batch operations
-    are plain ALTERs and every op is recorded."""
-    recorded, problem = record_operations(fn, dialect_name)
+    """``record_operations`` for reading what *fn* drops: a ``batch_alter_table`` block only
+    records its operations (its rebuild needs a live table to reflect, or ``copy_from``: offline
+    it would stop the run there, and the operations after it, an ``op.drop_sync_trigger`` say,
+    would go unseen); on the database's dialect, else as PostgreSQL would run it."""
+    recorded, problem = record_operations(fn, dialect_name, flush_batches=False)
     if problem and dialect_name != "postgresql":
-        recorded, problem = record_operations(fn, "postgresql")
+        recorded, problem = record_operations(fn, "postgresql", flush_batches=False)
     return recorded, problem

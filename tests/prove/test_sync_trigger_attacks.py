@@ -34,6 +34,7 @@ import random
 import textwrap
 from dataclasses import dataclass
 
+import pytest
 import sqlalchemy as sa
 
 from migrations_policy.sync_triggers import sync_trigger_name, sync_triggers
@@ -210,11 +211,12 @@ def release_n_writes(app: App, rng: random.Random) -> list[str]:
     return lost
 
 
-def run_attacks(tmp_path, backend, capsys) -> tuple[int, int, list[str]]:
-    """(seed, attacks losing updates, failures)."""
+def run_attacks(tmp_path, backend, capsys, attacks: list[Attack] | None = None) -> tuple[int, int, list[str]]:
+    """(seed, attacks losing updates, failures) of the drawn attacks, or of *attacks*."""
     from ..conftest import get_server
 
-    seed, attacks = _draw(backend)
+    seed, drawn = _draw(backend)
+    attacks = drawn if attacks is None else attacks
     failures, losing = [], 0
     for number, attack in enumerate(attacks):
         directory = tmp_path / f"attack{number}"
@@ -265,3 +267,16 @@ def test_no_revision_silently_removes_a_sync_trigger(tmp_path, backend, capsys):
     seed, losing, failures = run_attacks(tmp_path, backend, capsys)
     assert not failures, (f"seed {seed} (MP_SYNC_ATTACK_SEED={seed} replays it); {losing} attack(s) lost "
                           "updates:\n" + "\n".join(failures))
+
+
+@pytest.mark.parametrize("route", ["alembic upgrade heads", "dbsync upgrade --expand"])
+def test_a_drop_after_a_rebuild_is_refused_before_any_ddl(tmp_path, backend, capsys, route):
+    """A batch rebuild (``recreate="always"``) cannot run offline without the live table, so the
+    offline pass used to stop there and miss the ``op.drop_sync_trigger`` after it: on MariaDB the
+    rebuild of ports then committed before the run refused nodes' (soak seed 418226734)."""
+    old, new = PAIRS[0]
+    attack = Attack((("other_table_too", BATCH["other_table_too"]),
+                     ("drop_sync_trigger", f'op.drop_sync_trigger("nodes", old={old!r}, new={new!r})')), route)
+    assert attack.refused_offline
+    _, losing, failures = run_attacks(tmp_path, backend, capsys, [attack])
+    assert not failures and not losing, failures
