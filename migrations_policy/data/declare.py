@@ -36,7 +36,7 @@ import functools
 import re
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -88,6 +88,10 @@ class DataMigration:
     description: str = ""
     #: Set-based form: the author's extra ``pending=`` condition (None: none).
     condition: ColumnElement[bool] | None = field(init=False, default=None, repr=False)
+    #: The function deletes exactly the batch's pending rows (``DELETE ... WHERE batch.where``) and
+    #: returns how many: no row it was given can stay pending, so the runner reads no keys before or
+    #: after the batch.  Only ``dbsync prune``'s migrations (``prune.PruneMigration``) say so.
+    deletes: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         where = f"data migration {self.name!r}"

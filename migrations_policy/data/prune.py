@@ -37,6 +37,8 @@ from ..errors import ConfigError
 from .declare import NAME_PATTERN, Batch, DataMigration, Registry
 
 LEDGER_PREFIX = "prune_"
+#: Keys bound in one statement of a shadowed batch (SQLite accepts 32,766 parameters; small is fine).
+_KEYS_PER_STATEMENT = 1000
 
 
 @dataclass(frozen=True, eq=False)
@@ -99,6 +101,12 @@ def _not_referenced(prune: Prune, references: list) -> ColumnElement[bool]:
     return sa.and_(sa.true(), *conditions)
 
 
+class PruneMigration(DataMigration):
+    """A prune on the runner: its batch deletes exactly the batch's pending rows."""
+
+    deletes = True
+
+
 def as_migration(prune: Prune, connection: Connection) -> tuple[DataMigration, ColumnElement[bool]]:
     """The runner's view of *prune*, and the condition of the rows kept because they are referenced."""
     inspector = sa.inspect(connection)
@@ -117,14 +125,25 @@ def as_migration(prune: Prune, connection: Connection) -> tuple[DataMigration, C
     source = sa.table(prune.table.name, *(sa.column(c) for c in columns))
     shadow = sa.table(prune.shadow, *(sa.column(c) for c in columns)) if prune.shadow else None
 
-    def delete_batch(conn: Connection, batch: Batch) -> int:
-        if shadow is not None:
-            keys = sa.select(prune.table.c[prune.key]).where(batch.where)
-            chosen = sa.select(*(source.c[c] for c in columns)).where(source.c[prune.key].in_(keys))
-            conn.execute(sa.insert(shadow).from_select(columns, chosen))
-        return conn.execute(sa.delete(prune.table).where(batch.where)).rowcount
+    key = prune.table.c[prune.key]
 
-    migration = DataMigration(prune.ledger_name, table=prune.table, key=prune.key,
+    def delete_batch(conn: Connection, batch: Batch) -> int:
+        if shadow is None:  # one statement decides which rows go
+            return conn.execute(sa.delete(prune.table).where(batch.where)).rowcount
+        # The rows that go are locked first: a writer that soft-deletes or restores one between its
+        # copy and its delete would leave it deleted uncopied, or copied and kept.  A row that
+        # becomes prunable after the lock stays for a later batch.  (SQLite: the batch holds the
+        # database's write lock already; FOR UPDATE is not rendered there.)
+        going = conn.execute(sa.select(key).where(batch.where).with_for_update()).scalars().all()
+        deleted = 0
+        for start in range(0, len(going), _KEYS_PER_STATEMENT):
+            chunk = going[start:start + _KEYS_PER_STATEMENT]
+            chosen = sa.select(*(source.c[c] for c in columns)).where(source.c[prune.key].in_(chunk))
+            conn.execute(sa.insert(shadow).from_select(columns, chosen))
+            deleted += conn.execute(sa.delete(prune.table).where(key.in_(chunk))).rowcount
+        return deleted
+
+    migration = PruneMigration(prune.ledger_name, table=prune.table, key=prune.key,
                               pending=sa.and_(prune.where, free), migrate=delete_batch,
                               description=prune.description or f"delete prunable rows of {prune.table.name}")
     return migration, sa.and_(prune.where, sa.not_(free))

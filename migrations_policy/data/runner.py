@@ -276,6 +276,12 @@ class _Walk:
             processed = conn.execute(
                 sa.update(m.table).where(batch.where, sa.not_(m.unmigratable)).values(dict(m.values))).rowcount
             return processed, processed, 0
+        if m.deletes:  # the rows it was given are gone: none can be stuck
+            deleted = m.migrate(conn, batch)
+            if not isinstance(deleted, int) or isinstance(deleted, bool) or deleted < 0:
+                raise TypeError(f"{m.name}: a deleting migration returns the number of rows it deleted, "
+                                f"not {deleted!r}")
+            return deleted, deleted, 0
         given = pending_keys(conn, m, batch.where)
         returned = m.migrate(conn, batch)
         stuck = len(given & pending_keys(conn, m, batch.where, current=True))
