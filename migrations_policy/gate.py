@@ -343,14 +343,32 @@ def _live_sync_triggers(connection: Connection) -> list[Any]:
     return sync_triggers(connection)
 
 
-def explicit_sync_drops(rev: Script, dialect_name: str) -> list[tuple[str, str]]:
+def explicit_sync_drops(rev: Script, dialect_name: str) -> tuple[list[tuple[str, str]], list[str]]:
     """(name, how) of the triggers and functions *rev*'s ``upgrade()``, run offline, drops
-    explicitly (``op.drop_sync_trigger``, ``DROP TRIGGER`` in ``op.execute``)."""
-    from .offline_run import dropping_operations
+    explicitly (``op.drop_sync_trigger``, ``DROP TRIGGER`` in ``op.execute``), and the tables it
+    re-creates (``batch_alter_table(..., recreate="always")``)."""
+    from .offline_run import RebuiltTable, dropping_operations
     from .sync_keeper import explicit_drops
 
     recorded, _ = dropping_operations(rev.module.upgrade, dialect_name)
-    return explicit_drops(recorded)
+    return explicit_drops(recorded), [o.table for o in recorded if isinstance(o, RebuiltTable)]
+
+
+def rebuild_refusals(rev: Script, rebuilt: list[str], triggers: list[Any], dialect_name: str) -> list[str]:
+    """On MariaDB/MySQL, where DDL commits at once, a table *rev* re-creates while it carries live
+    sync triggers: refused before any DDL (the run would refuse at its ``DROP TABLE``, after the
+    statements before it had committed).  Elsewhere the re-creation runs in the revision's
+    transaction and the triggers are put back at its end (``sync_keeper``).  One line per table."""
+    if dialect_name not in ("mysql", "mariadb"):
+        return []
+    from .sync_keeper import rebuild_refusal
+
+    tables = {table.lower() for table in rebuilt}
+    first: dict[str, Any] = {}
+    for trigger in triggers:
+        if trigger.table.lower() in tables:
+            first.setdefault(trigger.table.lower(), trigger)
+    return [rebuild_refusal(rev.path, rev.revision, trigger) for trigger in first.values()]
 
 
 def sync_drop_refusals(rev: Script, dropped: list[tuple[str, str]], triggers: list[Any]) -> list[str]:
@@ -450,10 +468,11 @@ def evaluate(connection: Connection, script: ScriptDirectory, revisions: list[Sc
             verdict.defects.append(defect)
         verdict.defects.extend(requirements.unresolved)
         if not (stamping or fresh):  # a stamp drops nothing; a fresh schema has no sync trigger
-            dropped = explicit_sync_drops(rev, connection.dialect.name)
-            if dropped and triggers is None:
+            dropped, rebuilt = explicit_sync_drops(rev, connection.dialect.name)
+            if (dropped or rebuilt) and triggers is None:
                 triggers = _live_sync_triggers(connection)
             verdict.defects.extend(sync_drop_refusals(rev, dropped, triggers or []))
+            verdict.defects.extend(rebuild_refusals(rev, rebuilt, triggers or [], connection.dialect.name))
         if not is_gated(rev, requirements):
             continue
         verdict.contract_revisions.append(rev.revision)

@@ -13,9 +13,19 @@ from __future__ import annotations
 import io
 from typing import Any, Callable
 
+from dataclasses import dataclass
+
 from .project_code import first_line, what
 
-__all__ = ["dropping_operations", "first_line", "record_operations"]
+__all__ = ["RebuiltTable", "dropping_operations", "first_line", "record_operations"]
+
+
+@dataclass(frozen=True)
+class RebuiltTable:
+    """Recorded, without *flush_batches*, for a ``batch_alter_table(..., recreate="always")`` block:
+    the table will be copied, dropped and renamed (its triggers go with it)."""
+
+    table: str
 
 
 def record_operations(fn: Callable[[], Any], dialect: Any,
@@ -25,9 +35,9 @@ def record_operations(fn: Callable[[], Any], dialect: Any,
     *dialect* (a name or a SQLAlchemy dialect); return the operations it invoked and why it
     stopped early (None: it ran to the end).  *on_statement* receives each statement construct
     instead of its rendering (the journal counts a revision's statements so).  Without
-    *flush_batches* a ``batch_alter_table`` block only records its operations (SQLite's
-    rebuild would need a live database to reflect the table; a reader of the operations
-    needs no SQL)."""
+    *flush_batches* a ``batch_alter_table`` block only records its operations, and a
+    ``RebuiltTable`` when it re-creates its table whatever the dialect (SQLite's rebuild would
+    need a live database to reflect the table; a reader of the operations needs no SQL)."""
     from alembic import op as op_module
     from alembic.operations import Operations
     from alembic.operations.base import AbstractOperations
@@ -51,7 +61,11 @@ def record_operations(fn: Callable[[], Any], dialect: Any,
     original_flush = BatchOperationsImpl.flush
     AbstractOperations.invoke = invoke  # type: ignore[method-assign]
     if not flush_batches:
-        BatchOperationsImpl.flush = lambda self: None  # type: ignore[method-assign]
+        def flush(self: Any) -> None:  # record only: a rebuild is announced, not rendered
+            if self.recreate == "always":
+                recorded.append(RebuiltTable(self.table_name))
+
+        BatchOperationsImpl.flush = flush  # type: ignore[method-assign]
     operations._install_proxy()
     try:
         fn()

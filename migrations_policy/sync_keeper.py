@@ -82,6 +82,13 @@ def _loss_refusal(where: str, revision: str, trigger: Any, why: str) -> str:
             "would be lost")
 
 
+def rebuild_refusal(where: str, revision: str, trigger: Any) -> str:
+    """Why *revision* may not drop and re-create the table of the live sync trigger *trigger* where
+    DDL commits at once (MariaDB/MySQL): the trigger would be gone, with nothing to put it back."""
+    return _loss_refusal(where, revision, trigger, "by dropping the table outside a transaction (re-create it "
+                         "with its triggers, or use ALTER TABLE)")
+
+
 def explicit_drops(operations: Iterable[Any]) -> list[tuple[str, str]]:
     """(trigger or function name, how) dropped explicitly by recorded alembic *operations*
     (``op.drop_sync_trigger`` by its pair's base name; ``op.execute`` SQL by the names it drops)."""
@@ -156,8 +163,7 @@ def keeping(connection: Connection, where: str, revision: str, phase: str | None
             busy = True  # the check below may execute on this connection
             try:
                 if not _in_transaction(conn):
-                    refusal = _loss_refusal(where, revision, carried[0], "by dropping the table outside a "
-                                            "transaction (re-create it with its triggers, or use ALTER TABLE)")
+                    refusal = rebuild_refusal(where, revision, carried[0])
             finally:
                 busy = False
         if refusal:

@@ -121,13 +121,14 @@ class Attack:
     def rebuilds(self) -> bool:
         return any(kind in REBUILDS for kind, _ in self.parts)
 
-    @property
-    def refused_offline(self) -> bool:
-        """An explicit drop the gate's offline pass sees, so it refuses before any DDL: the offline
-        run stops at ``op.get_bind()`` (no connection there), so not one after a ``raw_driver_sql``."""
+    def refused_offline(self, backend: str) -> bool:
+        """An explicit drop the gate's offline pass sees, so it refuses before any DDL (on MariaDB
+        also a rebuild, whose DDL would commit at once): the offline run stops at ``op.get_bind()``
+        (no connection there), so not one after a ``raw_driver_sql``."""
         kinds = [kind for kind, _ in self.parts]
         seen = kinds[:kinds.index("raw_driver_sql")] if "raw_driver_sql" in kinds else kinds
-        return any(kind in ("raw_op_execute", "drop_sync_trigger") for kind in seen)
+        return any(kind in ("raw_op_execute", "drop_sync_trigger")
+                   or backend == "mysql" and kind in REBUILDS for kind in seen)
 
     def refused(self, backend: str) -> bool:
         """Explicit drops always; on MariaDB also a rebuild (its DDL commits at once: the table
@@ -245,10 +246,10 @@ def run_attacks(tmp_path, backend, capsys, attacks: list[Attack] | None = None) 
                     problems.append("traceback")
                 if _catalog(app) != catalog:
                     problems.append("sync triggers not as before")
-                # MariaDB commits each DDL statement: a refusal at run time (a rebuild's DROP TABLE,
-                # a DROP TRIGGER sent through op.get_bind()) leaves the statements before it applied
+                # MariaDB commits each DDL statement: a refusal at run time (a DROP TRIGGER or a
+                # rebuild after op.get_bind(), which stops the offline pass) leaves the statements before it applied
                 # (the journal resumes them; the triggers are intact)
-                if _columns(app) != columns and not (backend == "mysql" and not attack.refused_offline):
+                if _columns(app) != columns and not (backend == "mysql" and not attack.refused_offline(backend)):
                     problems.append("half-applied schema")
             lost = release_n_writes(app, random.Random(f"{seed}-{number}"))
             if lost:
@@ -270,13 +271,17 @@ def test_no_revision_silently_removes_a_sync_trigger(tmp_path, backend, capsys):
 
 
 @pytest.mark.parametrize("route", ["alembic upgrade heads", "dbsync upgrade --expand"])
-def test_a_drop_after_a_rebuild_is_refused_before_any_ddl(tmp_path, backend, capsys, route):
+@pytest.mark.parametrize("kinds", [("other_table_too", "drop_sync_trigger"), ("other_table_too",),
+                                   ("add_column", "recreate_always")])
+def test_a_rebuild_does_not_hide_what_follows_it_offline(tmp_path, backend, capsys, route, kinds):
     """A batch rebuild (``recreate="always"``) cannot run offline without the live table, so the
-    offline pass used to stop there and miss the ``op.drop_sync_trigger`` after it: on MariaDB the
-    rebuild of ports then committed before the run refused nodes' (soak seed 418226734)."""
+    offline pass used to stop there: it missed an ``op.drop_sync_trigger`` after it, and on MariaDB
+    the rebuild of ports committed before the run refused nodes' (soak seed 418226734).  Now the
+    pass records the block and goes on: an explicit drop is refused before any DDL everywhere, and
+    on MariaDB (DDL commits at once) so is the rebuild of a table that carries sync triggers."""
     old, new = PAIRS[0]
-    attack = Attack((("other_table_too", BATCH["other_table_too"]),
-                     ("drop_sync_trigger", f'op.drop_sync_trigger("nodes", old={old!r}, new={new!r})')), route)
-    assert attack.refused_offline
+    sources = {**BATCH, "drop_sync_trigger": f'op.drop_sync_trigger("nodes", old={old!r}, new={new!r})'}
+    attack = Attack(tuple((kind, sources[kind]) for kind in kinds), route)
+    assert attack.refused_offline(backend) == (attack.explicit_drop or backend == "mysql")
     _, losing, failures = run_attacks(tmp_path, backend, capsys, [attack])
     assert not failures and not losing, failures
