@@ -343,31 +343,41 @@ def _live_sync_triggers(connection: Connection) -> list[Any]:
     return sync_triggers(connection)
 
 
-def explicit_sync_drops(rev: Script, dialect_name: str) -> tuple[list[tuple[str, str]], list[str]]:
+def explicit_sync_drops(rev: Script, dialect_name: str) -> tuple[list[tuple[str, str]], list[tuple[str, list[str]]]]:
     """(name, how) of the triggers and functions *rev*'s ``upgrade()``, run offline, drops
     explicitly (``op.drop_sync_trigger``, ``DROP TRIGGER`` in ``op.execute``), and the tables it
-    re-creates (``batch_alter_table(..., recreate="always")``)."""
+    re-creates (``batch_alter_table(..., recreate="always")``), each with the names dropped before."""
     from .offline_run import RebuiltTable, dropping_operations
     from .sync_keeper import explicit_drops
 
     recorded, _ = dropping_operations(rev.module.upgrade, dialect_name)
-    return explicit_drops(recorded), [o.table for o in recorded if isinstance(o, RebuiltTable)]
+    dropped: list[tuple[str, str]] = []
+    rebuilt: list[tuple[str, list[str]]] = []
+    for operation in recorded:
+        if isinstance(operation, RebuiltTable):
+            rebuilt.append((operation.table, [name for name, _ in dropped]))
+        else:
+            dropped.extend(explicit_drops([operation]))
+    return dropped, rebuilt
 
 
-def rebuild_refusals(rev: Script, rebuilt: list[str], triggers: list[Any], dialect_name: str) -> list[str]:
+def rebuild_refusals(rev: Script, rebuilt: list[tuple[str, list[str]]], triggers: list[Any],
+                     dialect_name: str) -> list[str]:
     """On MariaDB/MySQL, where DDL commits at once, a table *rev* re-creates while it carries live
-    sync triggers: refused before any DDL (the run would refuse at its ``DROP TABLE``, after the
-    statements before it had committed).  Elsewhere the re-creation runs in the revision's
-    transaction and the triggers are put back at its end (``sync_keeper``).  One line per table."""
+    sync triggers (not dropped before, in a contract): refused before any DDL (the run would refuse
+    at its ``DROP TABLE``, after the statements before it had committed).  Elsewhere the
+    re-creation runs in the revision's transaction and the triggers are put back at its end
+    (``sync_keeper``).  One line per table."""
     if dialect_name not in ("mysql", "mariadb"):
         return []
-    from .sync_keeper import rebuild_refusal
+    from .sync_keeper import hit, rebuild_refusal
 
-    tables = {table.lower() for table in rebuilt}
     first: dict[str, Any] = {}
-    for trigger in triggers:
-        if trigger.table.lower() in tables:
-            first.setdefault(trigger.table.lower(), trigger)
+    for table, dropped_before in rebuilt:
+        gone = {t.trigger for name in dropped_before for t in hit(name, triggers)}
+        for trigger in triggers:
+            if trigger.table.lower() == table.lower() and trigger.trigger not in gone:
+                first.setdefault(table.lower(), trigger)
     return [rebuild_refusal(rev.path, rev.revision, trigger) for trigger in first.values()]
 
 

@@ -158,7 +158,7 @@ def keeping(connection: Connection, where: str, revision: str, phase: str | None
                 refusal = refusal or explicit_drop_refusal(where, revision, phase, trigger, "DROP TRIGGER/FUNCTION")
                 released.add(trigger.trigger)  # a contract's to drop: not put back
         tables = {o.table.lower() for o in from_sql(statement) if o.kind == m.DROP_TABLE and o.table}
-        carried = [t for t in live if t.table.lower() in tables]
+        carried = [t for t in live if t.table.lower() in tables and t.trigger not in released]
         if carried and refusal is None:
             busy = True  # the check below may execute on this connection
             try:

@@ -74,6 +74,28 @@ def test_a_contract_rebuilding_the_table_keeps_a_later_pair(tmp_path, db_url, ca
         app.engine.dispose()
 
 
+def test_a_contract_may_rebuild_the_table_once_it_dropped_its_sync_triggers(tmp_path, db_url, capsys):
+    """Both pairs' triggers dropped first, then the table re-created (``recreate="always"``): nothing
+    is left to lose, so neither the gate (before any DDL) nor the run refuses it, on MariaDB either."""
+    app = _expanded_app(tmp_path, db_url)
+    try:
+        _write(app, "contract", "r3_rebuild_after_release", "contract_root", [
+            'op.drop_sync_trigger("nodes", old="extra", new="meta")',
+            'op.drop_sync_trigger("nodes", old="name", new="display_name")',
+            *(['op.drop_constraint("fk_ports_node_id_nodes", "ports", type_="foreignkey")']
+              if app.engine.dialect.name != "sqlite" else []),
+            'with op.batch_alter_table("nodes", recreate="always") as batch:',
+            '    batch.drop_column("extra")',
+        ], depends=EXPAND_HEAD)
+        assert app.dbsync("online_data_migrations") == 0
+        capsys.readouterr()
+        assert app.dbsync("upgrade") == 0, capsys.readouterr().err
+        assert "r3_rebuild_after_release" in app.heads() and "extra" not in app.columns("nodes")
+        assert _pairs(app) == set()
+    finally:
+        app.engine.dispose()
+
+
 def test_a_contract_may_drop_a_pair_and_keep_the_old_column(tmp_path, db_url, capsys):
     """Release N is gone when a contract runs: op.drop_sync_trigger there is allowed even while
     both columns stay (the old one for a later contract), and the run does not put it back."""
