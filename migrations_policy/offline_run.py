@@ -11,9 +11,8 @@ declares, however it was called; ``dbsync rollback`` to see what a downgrade dro
 from __future__ import annotations
 
 import io
-from typing import Any, Callable
-
 from dataclasses import dataclass
+from typing import Any, Callable
 
 from .project_code import first_line, what
 
