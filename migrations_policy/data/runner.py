@@ -104,6 +104,9 @@ class _Walk:
         self.high: Any = None
         self.walked_to: Any = None  # the upper key of this run's last batch
         self.first_key: Any = None  # the first pending key this run's walk started at
+        self.resumed_from: Any = None  # the ledger's cursor this walk resumed past (None: from the start)
+        self.swept = False  # a resumed walk went back for the rows behind where it resumed
+        self.verified_clear = False  # at the walk's end nothing was pending, ahead or behind
         self.ledger_key: str | None = None  # the ledger's last_key as this runner last saw or wrote it
         self._ledger_read: sa.Select | None = None  # this migration's last_key, read under the lock
 
@@ -140,6 +143,7 @@ class _Walk:
             return
         self.first_key = low
         if resumed:
+            self.resumed_from = resume
             report.strategy_note = f"resumed after {m.key} {resume} (where the last run stopped)"
         if density is not None:
             if density >= DENSE_THRESHOLD:
@@ -161,7 +165,7 @@ class _Walk:
         rows are pending there), the density from the first ``PROBE_WINDOW`` keys.  A walk
         that the last run left midway (``ledger.RESUMABLE``) resumes past its cursor *resume*,
         so a ``--max-count`` loop does not read again what earlier runs finished; rows behind
-        the cursor wait for a walk from the start (the exit code says to run again)."""
+        the cursor are walked once it reaches the end (``_walk_behind``)."""
         m = self.migration
         key = m.key_column
 
@@ -198,13 +202,15 @@ class _Walk:
                 started = time.perf_counter()
                 self._follow_other_runner(current)
                 batch = self._next_batch(conn, width)
-                if batch is None:
+                if batch is not None:
+                    processed, migrated, stuck = self._migrate(conn, batch)
+                    ledger.record_batch(conn, self.migration.name, migrated, stuck, batch.upper)
+                    if self.stop is not None and self.stop.is_set():
+                        raise KeyboardInterrupt  # another thread was interrupted: roll this batch back
+            if batch is None:  # the walk reached the end (after its lock and transaction)
+                if not self._walk_behind(conn):
                     self.finished = self.walked_to_end = True
-                    return 0
-                processed, migrated, stuck = self._migrate(conn, batch)
-                ledger.record_batch(conn, self.migration.name, migrated, stuck, batch.upper)
-                if self.stop is not None and self.stop.is_set():
-                    raise KeyboardInterrupt  # another thread was interrupted: roll this batch back
+                return 0
         except KeyboardInterrupt:  # Ctrl-C / SIGTERM: the batch rolled back (or dies with the session)
             connections.discard()
             self.finished = True
@@ -229,6 +235,34 @@ class _Walk:
         if self.run.sleep:
             time.sleep(self.run.sleep)
         return processed
+
+    def _walk_behind(self, conn: Connection) -> bool:
+        """A resumed walk reached the end: once, walk the keys behind where it resumed when a row
+        there is pending (written since the run that stopped there), so that a ``--max-count``
+        loop ends complete rather than caught up.  True: walking on.  False: nothing is pending
+        behind either (then nothing at all: ``finish`` need not look again), or not resumed."""
+        if self.resumed_from is None or self.swept:
+            return False
+        self.swept = True
+        m = self.migration
+        key = m.key_column
+        try:
+            with index_lookups(conn), one_row_plans(conn):
+                first = conn.execute(sa.select(key).where(key <= self.resumed_from, m.pending)
+                                     .order_by(key).limit(1)).scalar()
+        finally:
+            if not conn.invalidated:
+                conn.rollback()
+        if first is None:
+            self.verified_clear = True
+            return False
+        self.first_key = first
+        self.report.strategy_note += f"; then walked from {m.key} {first}: rows behind it were pending"
+        if self.report.strategy == "range":
+            self.cursor, self.high = first - 1, self.resumed_from
+        else:
+            self.cursor = None  # keyset: the pending keys from the start
+        return True
 
     def _follow_other_runner(self, current: str | None) -> None:
         """Under the lock: if another runner advanced this migration meanwhile, skip what it did.
@@ -297,8 +331,8 @@ class _Walk:
             with engine.connect() as conn:
                 stuck = 0
                 if report.state != ledger.INAPPLICABLE:
-                    report.remaining_after, report.remaining_after_estimated = remaining(
-                        conn, self.migration, self.ledger_key, self.run.exact)
+                    report.remaining_after, report.remaining_after_estimated = (0, False) if self.verified_clear \
+                        else remaining(conn, self.migration, self.ledger_key, self.run.exact)
                     if self.migration.unmigratable is not None and walked is not None and report.remaining_after:
                         key = self.migration.key_column  # the rows this run walked
                         stuck = count_pending(conn, self.migration, sa.and_(
