@@ -106,7 +106,6 @@ class _Walk:
         self.first_key: Any = None  # the first pending key this run's walk started at
         self.resumed_from: Any = None  # the ledger's cursor this walk resumed past (None: from the start)
         self.swept = False  # a resumed walk went back for the rows behind where it resumed
-        self.verified_clear = False  # at the walk's end nothing was pending, ahead or behind
         self.ledger_key: str | None = None  # the ledger's last_key as this runner last saw or wrote it
         self._ledger_read: sa.Select | None = None  # this migration's last_key, read under the lock
 
@@ -168,14 +167,10 @@ class _Walk:
         the cursor are walked once it reaches the end (``_walk_behind``)."""
         m = self.migration
         key = m.key_column
-
-        def first_pending(*where: Any) -> Any:
-            return conn.execute(sa.select(key).where(*where, m.pending).order_by(key).limit(1)).scalar()
-
-        low = None if resume is None else first_pending(key > resume)
+        low = None if resume is None else self._first_pending(conn, key > resume)
         resumed = low is not None
         if low is None:
-            low = first_pending()  # nothing past the cursor: from the start
+            low = self._first_pending(conn)  # nothing past the cursor: from the start
         if low is None:
             return None, None, None, False  # verified: nothing is pending
         high = conn.execute(sa.select(key).where(m.pending).order_by(key.desc()).limit(1)).scalar()
@@ -185,6 +180,11 @@ class _Walk:
         sample = conn.execute(sa.select(sa.func.count()).select_from(m.table).where(
             key >= low, key <= edge, m.pending)).scalar()
         return low, high, sample / (edge - low + 1), resumed
+
+    def _first_pending(self, conn: Connection, *where: Any) -> Any:
+        """The smallest pending key (and *where*), in key order: one index lookup where it is near."""
+        m = self.migration
+        return conn.execute(sa.select(m.key_column).where(*where, m.pending).order_by(m.key_column).limit(1)).scalar()
 
     def step(self, connections: _Connections, width: int) -> int:
         """One batch of at most about *width* rows; returns the rows it processed.
@@ -240,21 +240,19 @@ class _Walk:
         """A resumed walk reached the end: once, walk the keys behind where it resumed when a row
         there is pending (written since the run that stopped there), so that a ``--max-count``
         loop ends complete rather than caught up.  True: walking on.  False: nothing is pending
-        behind either (then nothing at all: ``finish`` need not look again), or not resumed."""
+        behind, or not resumed (``finish`` proves what remains, past the cursor too: the rows
+        this walk could not migrate, or that were written behind it)."""
         if self.resumed_from is None or self.swept:
             return False
         self.swept = True
         m = self.migration
-        key = m.key_column
         try:
             with index_lookups(conn), one_row_plans(conn):
-                first = conn.execute(sa.select(key).where(key <= self.resumed_from, m.pending)
-                                     .order_by(key).limit(1)).scalar()
+                first = self._first_pending(conn, m.key_column <= self.resumed_from)
         finally:
             if not conn.invalidated:
                 conn.rollback()
         if first is None:
-            self.verified_clear = True
             return False
         self.first_key = first
         self.report.strategy_note += f"; then walked from {m.key} {first}: rows behind it were pending"
@@ -331,8 +329,8 @@ class _Walk:
             with engine.connect() as conn:
                 stuck = 0
                 if report.state != ledger.INAPPLICABLE:
-                    report.remaining_after, report.remaining_after_estimated = (0, False) if self.verified_clear \
-                        else remaining(conn, self.migration, self.ledger_key, self.run.exact)
+                    report.remaining_after, report.remaining_after_estimated = remaining(
+                        conn, self.migration, self.ledger_key, self.run.exact)
                     if self.migration.unmigratable is not None and walked is not None and report.remaining_after:
                         key = self.migration.key_column  # the rows this run walked
                         stuck = count_pending(conn, self.migration, sa.and_(

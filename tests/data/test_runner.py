@@ -576,3 +576,24 @@ def test_a_max_count_loop_resumes_where_the_last_run_stopped(db_engine, monkeypa
     assert resumes or attempt <= 1, "no run resumed"
     with db_engine.connect() as conn:
         assert dict(conn.execute(sa.select(items.c.id, items.c.n)).all()) == times_pending, seed
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_resumed_walk_counts_what_it_left_pending(db_engine, seed):
+    """A run that resumes past the last run's cursor and reaches the end still proves what remains:
+    rows it cannot migrate past the cursor are stuck (exit 2), not complete."""
+    import random
+
+    rng = random.Random(seed)
+    rows = rng.randint(60, 200)
+    create_schema(db_engine, rows=rows)
+    bad = set(rng.sample(range(rows // 2 + 1, rows + 1), rng.randint(1, 5)))  # past where the first run stops
+    with db_engine.begin() as conn:
+        conn.execute(sa.update(items).where(items.c.id.in_(bad)).values(src="bad"))
+    stuck = DataMigration("copy_unless_bad", table=t, key="id", pending=PENDING,
+                          values={"dst": sa.func.nullif(t.c.src, "bad"), "n": t.c.n + 1})
+    first = run(db_engine, Registry([stuck]), RunOptions(batch_size=10, max_count=rows // 2 - 5))
+    assert first.migrations[0].state == "incomplete"
+    m = run(db_engine, Registry([stuck]), RunOptions(batch_size=rng.randint(5, 30))).migrations[0]
+    assert "resumed after id" in m.strategy_note
+    assert (m.state, m.stuck, m.remaining_after) == ("stuck", len(bad), len(bad)), (seed, m.strategy_note)
