@@ -11,8 +11,11 @@ database), with the default batch settings, and each reports what it migrated.
 rows/s is N over the window from the first runner's start to the last runner's end (each
 runner's start is its end minus the run time it reports, so interpreter start-up is not
 counted); ``x 1`` is the ratio to one runner; ``shares`` the rows each runner migrated.
-One set-based ``UPDATE`` of the whole table on the same server is the ceiling.  The
-run checks that nothing is left pending and that every runner exited 0.
+One set-based ``UPDATE`` of the whole table on the same server is the baseline; the
+database's own limit for N writers is N connections of this script running range
+``UPDATE``s of 20,000 keys on disjoint ranges, with no runner in between (``limit``:
+its rows/s; ``x limit``: the runners' share of it).  The run checks that nothing is left
+pending and that every runner exited 0.
 """
 
 from __future__ import annotations
@@ -86,6 +89,36 @@ def single_update(engine: sa.Engine, rows: int) -> float:
     return rows / (time.perf_counter() - started)
 
 
+def parallel_updates(engine: sa.Engine, rows: int, count: int, step: int = 20_000) -> float:
+    """The database's limit for *count* writers: *count* connections, each taking the next
+    *step* keys and updating them in one transaction, until the table is done."""
+    fill(engine, rows)
+    claimed = iter(range(0, rows, step))
+    lock = threading.Lock()
+    isolation = {"mysql": "READ COMMITTED"}.get(engine.dialect.name)
+
+    def writer() -> None:
+        with engine.connect() as conn:
+            if isolation:
+                conn = conn.execution_options(isolation_level=isolation)
+            while True:
+                with lock:
+                    low = next(claimed, None)
+                if low is None:
+                    return
+                with conn.begin():
+                    conn.execute(sa.update(bench).where(bench.c.id > low, bench.c.id <= low + step, PENDING)
+                                 .values(dst=bench.c.src))
+
+    started = time.perf_counter()
+    threads = [threading.Thread(target=writer) for _ in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return rows / (time.perf_counter() - started)
+
+
 def runners(engine: sa.Engine, url: str, ini: Path, rows: int, count: int) -> dict:
     fill(engine, rows)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ini.parent), os.environ.get("PYTHONPATH", "")])}
@@ -123,20 +156,24 @@ def runners(engine: sa.Engine, url: str, ini: Path, rows: int, count: int) -> di
 
 
 def bench_backend(name: str, url: sa.URL, rows: int, counts: list[int], repeat: int) -> None:
-    engine = sa.create_engine(url)
+    engine = sa.create_engine(url, pool_size=max(counts) + 1)
     text = url.render_as_string(hide_password=False)
     with tempfile.TemporaryDirectory() as directory:
         ini = project(Path(directory))
         ceiling = max(single_update(engine, rows) for _ in range(repeat))
+        limits = {n: max(parallel_updates(engine, rows, n) for _ in range(repeat)) for n in counts}
         results = [max((runners(engine, text, ini, rows, n) for _ in range(repeat)), key=lambda r: r["rows_per_s"])
                    for n in counts]
     engine.dispose()
     base = results[0]["rows_per_s"]
     print(f"\n{name}, {rows:,} rows, one migration; one UPDATE: {ceiling:,.0f} rows/s")
-    print(f"{'runners':>8}{'seconds':>9}{'rows/s':>11}{'x 1':>7}{'x UPDATE':>10}{'batches':>9}  shares")
+    print(f"{'runners':>8}{'seconds':>9}{'rows/s':>11}{'x 1':>7}{'x UPDATE':>10}{'limit':>11}{'x limit':>9}"
+          f"{'batches':>9}  shares")
     for r in results:
+        limit = limits[r["runners"]]
         print(f"{r['runners']:>8}{r['seconds']:>9.2f}{r['rows_per_s']:>11,.0f}{r['rows_per_s'] / base:>7.2f}"
-              f"{r['rows_per_s'] / ceiling:>10.2f}{r['batches']:>9}  {', '.join(f'{s:,}' for s in r['shares'])}")
+              f"{r['rows_per_s'] / ceiling:>10.2f}{limit:>11,.0f}{r['rows_per_s'] / limit:>9.2f}"
+              f"{r['batches']:>9}  {', '.join(f'{s:,}' for s in r['shares'])}")
 
 
 def main(argv=None) -> None:

@@ -7,10 +7,13 @@
 * ``migrations_policy_revision_history``: every revision applied, reverted or stamped, in order
   (``dbsync rollback`` finds the expand revisions applied since the last contract in it);
 * ``migrations_policy_statements``: the statement journal of a revision being applied
-  (``journal.py``): which of its statements are done, so an interrupted one resumes.
+  (``journal.py``): which of its statements are done, so an interrupted one resumes;
+* ``migrations_policy_data_claims``: the key ranges data-migration runners are migrating
+  right now (``data/claims.py``), so several runners work on one migration at once.
 
-The last four are created on demand by the env.py hook (``runtime.py``), so a project
-adopting migrations_policy needs no revision for them.
+The revision tables and the journal are created on demand by the env.py hook
+(``runtime.py``), the claims by the first data-migration run that can use them, so a
+project adopting migrations_policy needs no revision for them.
 """
 
 from __future__ import annotations
@@ -66,4 +69,15 @@ journal_table = sa.Table(
     sa.Column("sql_hash", sa.String(64), nullable=False),  # SHA-256 of the statement's SQL text
     sa.Column("description", sa.String(255), nullable=False),
     sa.Column("state", sa.String(16), nullable=False),  # "running" or "done"
+)
+
+CLAIMS_TABLE = f"{TABLE_PREFIX}data_claims"
+claims_table = sa.Table(
+    CLAIMS_TABLE, metadata,
+    sa.Column("migration", sa.String(128), primary_key=True),
+    # the claimed keys: low_key < key <= high_key (no lower bound when low_key is NULL)
+    sa.Column("high_key", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("low_key", sa.BigInteger, nullable=True),
+    sa.Column("holder", sa.BigInteger, nullable=False),  # the runner session's token (data/claims.py)
+    sa.Column("claimed_at", sa.DateTime, nullable=False),
 )

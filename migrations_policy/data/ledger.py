@@ -120,10 +120,17 @@ def as_key_text(key: Any) -> str | None:
     return None if key is None else str(key)[:255]
 
 
-def record_batch(connection: Connection, name: str, migrated: int, stuck: int, key: Any) -> None:
-    """Inside the batch's transaction: what the batch did (atomic with the batch itself)."""
+def record_batch(connection: Connection, name: str, migrated: int, stuck: int, key: Any = None) -> None:
+    """Inside the batch's transaction: what the batch did (atomic with the batch itself);
+    *key*, the batch's upper key, unless a claim recorded it already (None)."""
+    keys = {} if key is None else {"last_key": as_key_text(key)}
     _update(connection, name, rows_migrated=ledger.c.rows_migrated + migrated,
-            rows_stuck=ledger.c.rows_stuck + stuck, last_key=as_key_text(key))
+            rows_stuck=ledger.c.rows_stuck + stuck, **keys)
+
+
+def record_claim(connection: Connection, name: str, key: Any) -> None:
+    """Under the migration's lock: a runner claimed the keys up to *key* (``claims.py``)."""
+    _update(connection, name, last_key=as_key_text(key))
 
 
 def last_key_query(name: str) -> sa.Select:

@@ -13,7 +13,9 @@ for the function form they are the batch's rows still pending after it ran.  The
 cursor passes them (never selected again in this run) and they fail the run.
 Migrations take turns (round robin, ``--workers`` at a time), and a
 ``--max-count`` budget is shared out between the migrations still working, so
-none starves.  What remains is always counted live from the pending predicate
+none starves.  Several runners (processes, hosts) on one migration work at once
+on key ranges each claims for itself (``claims``); where claims cannot work
+(SQLite, non-integer keys) they take turns, one batch at a time.  What remains is always counted live from the pending predicate
 (``pending`` decides what remains for the gate, ``check`` and ``status``).
 """
 
@@ -34,7 +36,7 @@ from .. import project_code
 from .._urls import mask_text
 from ..errors import UsageError
 from ..project import _one_line
-from . import ledger, locks
+from . import claims, ledger, locks
 from . import pending as probes
 from .declare import Batch, DataMigration, Registry
 from .pending import count_pending, cursor_value, index_lookups, missing_columns, one_row_plans, remaining
@@ -44,6 +46,10 @@ from .report import EXIT_USAGE, MigrationReport, RunReport
 DENSE_THRESHOLD = 0.5
 #: With a batch time target, a batch grows to at most this many times ``--batch-size``.
 MAX_GROWTH = 10
+#: A walk with nothing left to claim waits this long at most for other runners' claimed
+#: batches to commit (or their sessions to die), polling every ``PEER_POLL`` seconds.
+PEER_WAIT = 60.0
+PEER_POLL = 0.05
 
 
 @dataclass
@@ -107,6 +113,9 @@ class _Walk:
         self.resumed_from: Any = None  # the ledger's cursor this walk resumed past (None: from the start)
         self.swept = False  # a resumed walk went back for the rows behind where it resumed
         self.ledger_key: str | None = None  # the ledger's last_key as this runner last saw or wrote it
+        self.integer_keys = False  # the pending keys fit a claim's bounds (claims.usable_key)
+        self.claiming = False  # batches on claimed key ranges, beside other runners (claims.py)
+        self.waiting_since: float | None = None  # when the walk began waiting for other runners' claims
         self._ledger_read: sa.Select | None = None  # this migration's last_key, read under the lock
 
     def fail(self, exc: BaseException) -> None:
@@ -141,6 +150,7 @@ class _Walk:
             self.finished = self.walked_to_end = True
             return
         self.first_key = low
+        self.integer_keys = claims.usable_key(low, high)
         if resumed:
             self.resumed_from = resume
             report.strategy_note = f"resumed after {m.key} {resume} (where the last run stopped)"
@@ -174,6 +184,8 @@ class _Walk:
         if low is None:
             return None, None, None, False  # verified: nothing is pending
         high = conn.execute(sa.select(key).where(m.pending).order_by(key.desc()).limit(1)).scalar()
+        if high is None:  # migrated by another runner since the first read (no snapshot across reads)
+            high = low
         if not isinstance(low, int) or isinstance(low, bool):
             return low, high, None, resumed
         edge = min(high, low + probes.PROBE_WINDOW - 1)
@@ -189,27 +201,36 @@ class _Walk:
     def step(self, connections: _Connections, width: int) -> int:
         """One batch of at most about *width* rows; returns the rows it processed.
 
+        Taking turns, the batch runs under the migration's lock.  Claiming, the lock is held
+        only to claim the batch's key range (``_claim``); the batch then runs in a transaction
+        of its own, beside other runners' batches.
+
         The batch's time (what sizes the next batch, and ``longest_batch_seconds``) runs from
-        the moment the migration's lock is held to the commit: waiting while another runner
-        holds the lock holds no row lock, and counting it would shrink every runner's batches
-        as runners are added (4 runners on one migration: batches of ~80 rows, 16x slower)."""
+        the moment the migration's lock is held (claiming: the batch's transaction begins) to
+        the commit: waiting while another runner holds the lock holds no row lock, and counting
+        it would shrink every runner's batches as runners are added (4 runners on one
+        migration: batches of ~80 rows, 16x slower)."""
         started = time.perf_counter()
         try:
             conn = connections.get()
+            token = connections.token() if self.claiming else None
             if self._ledger_read is None:
                 self._ledger_read = ledger.last_key_query(self.migration.name)
             with locks.batch_transaction(conn, self.migration.name, self._ledger_read) as current:
                 started = time.perf_counter()
                 self._follow_other_runner(current)
-                batch = self._next_batch(conn, width)
-                if batch is not None:
-                    processed, migrated, stuck = self._migrate(conn, batch)
-                    ledger.record_batch(conn, self.migration.name, migrated, stuck, batch.upper)
-                    if self.stop is not None and self.stop.is_set():
-                        raise KeyboardInterrupt  # another thread was interrupted: roll this batch back
-            if batch is None:  # the walk reached the end (after its lock and transaction)
-                if not self._walk_behind(conn):
-                    self.finished = self.walked_to_end = True
+                if token is None:
+                    batch, own, peers = self._next_batch(conn, width), True, False
+                    if batch is not None:
+                        processed, migrated, stuck = self._run_batch(conn, batch)
+                else:
+                    batch, own, peers = self._claim(conn, width, token)
+            if token is not None and batch is not None:  # the claimed range, outside the lock
+                started = time.perf_counter()
+                with conn.begin():
+                    processed, migrated, stuck = self._run_batch(conn, batch, token)
+            if batch is None:  # nothing left to walk (after its lock and transaction)
+                self._at_end(conn, peers)
                 return 0
         except KeyboardInterrupt:  # Ctrl-C / SIGTERM: the batch rolled back (or dies with the session)
             connections.discard()
@@ -220,8 +241,12 @@ class _Walk:
             self.fail(exc)
             return 0
         seconds = time.perf_counter() - started
-        self.cursor = self.walked_to = batch.upper
-        self.ledger_key = ledger.as_key_text(batch.upper)
+        self.waiting_since = None
+        if own:
+            self.cursor = self.walked_to = batch.upper
+            self.ledger_key = ledger.as_key_text(batch.upper)
+        else:
+            self._took_over(batch)
         report = self.report
         report.batches += 1
         report.migrated += migrated
@@ -235,6 +260,71 @@ class _Walk:
         if self.run.sleep:
             time.sleep(self.run.sleep)
         return processed
+
+    def _run_batch(self, conn: Connection, batch: Batch, token: int | None = None) -> tuple[int, int, int]:
+        """Inside the batch's transaction: migrate, end its claim (claiming), record it in the ledger."""
+        name = self.migration.name
+        processed, migrated, stuck = self._migrate(conn, batch)
+        if token is not None:
+            claims.release(conn, name, batch.upper, token)
+        ledger.record_batch(conn, name, migrated, stuck, batch.upper if token is None else None)
+        if self.stop is not None and self.stop.is_set():
+            raise KeyboardInterrupt  # another thread was interrupted: roll this batch back
+        return processed, migrated, stuck
+
+    def _claim(self, conn: Connection, width: int, token: int) -> tuple[Batch | None, bool, bool]:
+        """Under the migration's lock: claim the next batch's key range for this runner.
+
+        Returns the batch (None: nothing left to walk), whether it is this walk's own next
+        range (False: a dead runner's claim taken over: its batch rolled back, its range is
+        walked again), and whether other runners hold live claims.  The range stops short of
+        the first claim it would overlap, or starts past it."""
+        name = self.migration.name
+        held = claims.others(conn, name, token)
+        dead = next((c for c in held if c.free), None)
+        if dead is not None and claims.take_over(conn, name, dead, token):
+            return Batch(self.migration, dead.low, dead.high, self.options), False, True
+        peers = any(not c.free for c in held)
+        while True:
+            batch = self._next_batch(conn, width)
+            if batch is None:
+                return None, True, peers
+            hit = claims.first_overlap(held, batch.lower, batch.upper)
+            if hit is None:
+                break
+            if hit.low is not None and (batch.lower is None or hit.low > batch.lower):
+                batch = Batch(self.migration, batch.lower, hit.low, self.options)
+                break
+            self.cursor = hit.high  # past the other runner's keys
+        claims.record(conn, name, batch.lower, batch.upper, token)
+        ledger.record_claim(conn, name, batch.upper)
+        self.ledger_key = ledger.as_key_text(batch.upper)
+        return batch, True, peers
+
+    def _took_over(self, batch: Batch) -> None:
+        """A dead runner's range was walked: ``finish`` counts its stuck rows with this walk's."""
+        low = "" if batch.lower is None else f"{batch.lower} < "
+        note = f"walked again {low}{self.migration.key} <= {batch.upper}: its runner died mid-batch"
+        self.report.strategy_note = "; ".join(filter(None, (self.report.strategy_note, note)))
+        if self.first_key is not None:
+            self.first_key = None if batch.lower is None else min(self.first_key, batch.lower + 1)
+        self.walked_to = batch.upper if self.walked_to is None else max(self.walked_to, batch.upper)
+
+    def _at_end(self, conn: Connection, peers: bool) -> None:
+        """Nothing left to walk ahead.  Claiming, wait (at most ``PEER_WAIT``) while other runners'
+        claimed batches are in flight: their rows are pending until they commit, and a claim
+        whose runner dies is this walk's to take over.  Then the keys behind a resumed walk."""
+        if peers:
+            now = time.monotonic()
+            self.waiting_since = self.waiting_since or now
+            if now - self.waiting_since < PEER_WAIT:
+                time.sleep(PEER_POLL)
+                return
+            self.report.strategy_note = "; ".join(filter(None, (
+                self.report.strategy_note, f"other runners were still migrating claimed keys after {PEER_WAIT:g} s")))
+        self.waiting_since = None
+        if not self._walk_behind(conn):
+            self.finished = self.walked_to_end = True
 
     def _walk_behind(self, conn: Connection) -> bool:
         """A resumed walk reached the end: once, walk the keys behind where it resumed when a row
@@ -269,10 +359,10 @@ class _Walk:
         row: anything still pending behind the cursor is in the live remaining count (and
         the exit code says to run again).
         """
-        if current == self.ledger_key or self.report.strategy != "range":
+        if current == self.ledger_key or not (self.report.strategy == "range" or self.claiming):
             return
         self.ledger_key = current
-        if current is not None and current.lstrip("-").isdigit() and int(current) > self.cursor:
+        if current is not None and current.lstrip("-").isdigit() and (self.cursor is None or int(current) > self.cursor):
             self.cursor = int(current)
 
     def _next_batch(self, conn: Connection, width: int) -> Batch | None:
@@ -280,7 +370,7 @@ class _Walk:
         key = m.key_column
         after = sa.true() if self.cursor is None else key > self.cursor
         if self.report.strategy == "range":
-            if self.cursor >= self.high:  # rows inserted past the end since we started: walk on
+            if self.high is None or self.cursor >= self.high:  # rows inserted past the end since: walk on
                 self.high = conn.execute(sa.select(sa.func.max(key)).where(after, m.pending)).scalar()
                 if self.high is None:
                     return None
@@ -333,9 +423,9 @@ class _Walk:
                         conn, self.migration, self.ledger_key, self.run.exact)
                     if self.migration.unmigratable is not None and walked is not None and report.remaining_after:
                         key = self.migration.key_column  # the rows this run walked
+                        since = () if self.first_key is None else (key >= self.first_key,)
                         stuck = count_pending(conn, self.migration, sa.and_(
-                            key >= self.first_key, key <= walked, self.migration.pending,
-                            self.migration.unmigratable))
+                            *since, key <= walked, self.migration.pending, self.migration.unmigratable))
                         report.stuck += stuck
                     conn.rollback()
                 if report.state not in (ledger.ERROR, ledger.INAPPLICABLE, ledger.WAITING):
@@ -364,34 +454,58 @@ class _Walk:
 
 # -- the whole run ----------------------------------------------------------------------
 class _Connections:
-    """One batch connection per worker thread, kept for the whole run."""
+    """One batch connection per worker thread, kept for the whole run.  Claiming, each
+    connection's session holds the lock of a runner token of its own (``claims.hold``) for
+    as long as it lives: its claims die with it."""
 
-    def __init__(self, engine: Engine):
+    def __init__(self, engine: Engine, claiming: bool = False):
         self.engine = engine
+        self.claiming = claiming
         self.local = threading.local()
-        self.opened: list[Connection] = []
+        self.opened: dict[Connection, int | None] = {}
         self.lock = threading.Lock()
 
     def get(self) -> Connection:
         conn = getattr(self.local, "conn", None)
         if conn is None:
-            conn = self.local.conn = locks.batch_connection(self.engine)
+            conn = locks.batch_connection(self.engine)
+            token = None
+            if self.claiming:
+                token = claims.new_token()
+                try:
+                    claims.hold(conn, token)
+                except BaseException:
+                    conn.close()
+                    raise
+            self.local.conn, self.local.token = conn, token
             with self.lock:
-                self.opened.append(conn)
+                self.opened[conn] = token
         return conn
+
+    def token(self) -> int:
+        """The runner token of this thread's connection (claiming)."""
+        return self.local.token
 
     def discard(self) -> None:
         """Drop this thread's connection after an error or an interrupt (it may be broken, or
-        in the middle of a statement: closing it ends the session, which rolls back)."""
+        in the middle of a statement: closing it ends the session, which rolls back and
+        releases its token: its claim, if any, is then another runner's to take over)."""
         conn = getattr(self.local, "conn", None)
-        self.local.conn = None
+        self.local.conn = self.local.token = None
         if conn is not None:
+            with self.lock:
+                self.opened.pop(conn, None)
             if not conn.invalidated:
                 conn.invalidate()
             conn.close()
 
     def close(self) -> None:
-        for conn in self.opened:
+        for conn, token in self.opened.items():
+            try:
+                if token is not None and not conn.invalidated and not conn.closed:
+                    claims.let_go(conn, token)
+            except Exception:  # noqa: BLE001 - the session then ends with the connection
+                conn.invalidate()
             conn.close()
         self.opened.clear()
 
@@ -542,7 +656,7 @@ def run(engine: Engine, registry: Registry, options: RunOptions | None = None, p
             progress.update(report.migrations, current=name)
 
     try:
-        _run_phases(engine, walks, run_options, budget, on_batch, stop)
+        _run_phases(engine, walks, run_options, budget, on_batch, stop, claims.unavailable(engine))
     except KeyboardInterrupt:
         report.interrupted = True
         _record_interrupted(engine, walks)
@@ -555,7 +669,9 @@ def run(engine: Engine, registry: Registry, options: RunOptions | None = None, p
 
 
 def _run_phases(engine: Engine, walks: list[_Walk], run_options: RunOptions, budget: _Budget,
-                on_batch: Callable[[str], None], stop: threading.Event) -> None:
+                on_batch: Callable[[str], None], stop: threading.Event, no_claims: str | None) -> None:
+    """The migrations that do not run last, then (once those are complete) the others.
+    *no_claims*: why runners of one migration take turns here (None: they claim key ranges)."""
     first = [w for w in walks if not w.migration.run_last]
     last = [w for w in walks if w.migration.run_last]
     for phase in (first, last):
@@ -569,7 +685,8 @@ def _run_phases(engine: Engine, walks: list[_Walk], run_options: RunOptions, bud
             return
         for walk in phase:
             _prepare(walk, engine)
-        connections = _Connections(engine)
+            walk.claiming = no_claims is None and walk.integer_keys
+        connections = _Connections(engine, claiming=any(w.claiming for w in phase))
         try:
             _drive(connections, phase, run_options, budget, on_batch, stop)
         finally:

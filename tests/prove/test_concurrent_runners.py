@@ -46,7 +46,7 @@ def test_concurrent_runners_migrate_each_row_exactly_once(prove_project, db_url,
 
     reports = []
     for runner, (out, err) in zip(runners, outputs):
-        assert runner.returncode in (0, 3), err  # 3: caught up, rows were added behind the walk meanwhile
+        assert runner.returncode in (0, 3), (err, out)  # 3: caught up, rows were added behind the walk meanwhile
         assert "deadlock" not in err.lower() and "Traceback" not in err, err
         report = json.loads(out)
         assert all(m["errors"] == 0 and m["stuck"] == 0 for m in report["migrations"]), report

@@ -1,0 +1,151 @@
+"""Claims: several runners on one data migration, each batch on a key range of its own.
+
+Without claims, the runners of one migration take turns: a batch holds the migration's
+lock (``locks.batch_transaction``) from its first read to its commit.  With claims, the
+lock is held only to choose the batch and record it here, a short transaction; the batch
+then runs in a transaction of its own while other runners claim and migrate the ranges
+after it:
+
+* a claim is one row ``(migration, low_key, high_key, holder)``: the keys
+  ``low_key < key <= high_key`` (no lower bound when ``low_key`` is NULL).  It is made
+  under the migration's lock and never overlaps another claim (the claimer stops short
+  of, or skips past, any it would overlap), and it is deleted by its batch's own
+  transaction: a claim exists exactly as long as its batch has not committed;
+* ``holder`` is a token on which the runner's session holds a lock for as long as it
+  lives (PostgreSQL ``pg_advisory_lock``, MariaDB/MySQL ``GET_LOCK``).  A claim whose
+  holder's lock is free belongs to a session that died, so its batch rolled back: the
+  next runner to claim takes it over and migrates its range again;
+* integer keys only: claim bounds are compared by the database and by Python, which
+  order strings differently (collations).  Other keys, and SQLite (one writer at a
+  time), keep taking turns.
+
+No row is ever lost through a claim: what remains is always the pending predicate,
+evaluated live.  Claims keep runners out of each other's rows: a function-form migration
+that reads its batch and then writes would otherwise migrate a row twice.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any, Iterable, NamedTuple
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from .._urls import mask_text
+from ..framework_tables import CLAIMS_TABLE, claims_table
+from ..project import _one_line
+from .ledger import utcnow
+
+#: High 32 bits of a runner token (PostgreSQL advisory lock key; migration locks use 0x6D70).
+_RUNNER_NAMESPACE = 0x6D71
+#: A claim's bounds are BIGINT; walks whose keys come near the limits take turns instead.
+KEY_LIMIT = 2**62
+DIALECTS = ("postgresql", "mysql")
+
+
+class Claim(NamedTuple):
+    low: int | None
+    high: int
+    holder: int
+    free: bool  # its holder's session is gone: the batch rolled back
+
+
+def unavailable(engine: Engine) -> str | None:
+    """Why runners of one migration must take turns on *engine* (None: claims work).
+
+    Creates the claims table when it is missing (a framework table, like the ledger's
+    siblings); another runner creating it at the same moment is not an error."""
+    if engine.dialect.name not in DIALECTS:
+        return f"{engine.dialect.name}: one writer at a time"
+    def exists(conn: Connection) -> bool:
+        found = sa.inspect(conn).has_table(CLAIMS_TABLE)
+        conn.rollback()
+        return found
+
+    try:
+        with engine.connect() as conn:
+            if not exists(conn):
+                try:
+                    with conn.begin():
+                        claims_table.create(conn, checkfirst=True)
+                except sa.exc.DBAPIError:
+                    conn.rollback()
+                    if not exists(conn):
+                        raise
+    except sa.exc.DBAPIError as exc:
+        return f"cannot create {CLAIMS_TABLE}: {mask_text(_one_line(exc))}"
+    return None
+
+
+def usable_key(*keys: Any) -> bool:
+    return all(isinstance(k, int) and not isinstance(k, bool) and -KEY_LIMIT < k < KEY_LIMIT for k in keys)
+
+
+def new_token() -> int:
+    return (_RUNNER_NAMESPACE << 32) | secrets.randbits(32)
+
+
+def _mysql_lock(token: Any) -> sa.ColumnElement:
+    """The GET_LOCK name of a token (computed by the server from the token, on both sides)."""
+    return sa.func.concat(sa.literal("migrations_policy.runner."), token)
+
+
+def hold(conn: Connection, token: int) -> None:
+    """Take the session lock that says *token*'s runner is alive (on the batch connection)."""
+    if conn.dialect.name == "postgresql":
+        got = conn.execute(sa.select(sa.func.pg_try_advisory_lock(sa.cast(token, sa.BigInteger)))).scalar()
+    else:
+        got = conn.execute(sa.select(sa.func.get_lock(_mysql_lock(sa.cast(token, sa.BigInteger)), 0))).scalar()
+    conn.commit()
+    if got not in (True, 1):
+        raise RuntimeError(f"runner token {token} is already in use by another session")
+
+
+def let_go(conn: Connection, token: int) -> None:
+    """Release *token*'s session lock (the connection goes back to the pool)."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(sa.select(sa.func.pg_advisory_unlock(sa.cast(token, sa.BigInteger))))
+    else:
+        conn.execute(sa.select(sa.func.release_lock(_mysql_lock(sa.cast(token, sa.BigInteger)))))
+    conn.commit()
+
+
+def others(conn: Connection, name: str, token: int) -> list[Claim]:
+    """Under the migration's lock: the claims of other sessions on *name*, in key order,
+    each saying whether its holder is gone (PostgreSQL tries the holder's lock for the rest
+    of this transaction; MariaDB/MySQL asks ``IS_FREE_LOCK``)."""
+    c = claims_table.c
+    if conn.dialect.name == "postgresql":
+        free = sa.func.pg_try_advisory_xact_lock(c.holder)
+    else:
+        free = sa.func.is_free_lock(_mysql_lock(c.holder)) == 1
+    rows = conn.execute(sa.select(c.low_key, c.high_key, c.holder, free.label("free"))
+                        .where(c.migration == name, c.holder != token).order_by(c.high_key)).all()
+    return [Claim(row.low_key, row.high_key, row.holder, bool(row.free)) for row in rows]
+
+
+def first_overlap(claims: Iterable[Claim], low: int | None, high: int) -> Claim | None:
+    """The claim with the smallest keys among those sharing a key with ``low < key <= high``."""
+    hits = [c for c in claims if (c.low is None or c.low < high) and (low is None or c.high > low)]
+    return min(hits, key=lambda c: (c.low is not None, c.low or 0), default=None)
+
+
+def record(conn: Connection, name: str, low: int | None, high: int, token: int) -> None:
+    conn.execute(sa.insert(claims_table).values(migration=name, low_key=low, high_key=high, holder=token,
+                                                claimed_at=utcnow()))
+
+
+def take_over(conn: Connection, name: str, claim: Claim, token: int) -> bool:
+    """Make a dead session's *claim* ours (False: another runner took it first)."""
+    c = claims_table.c
+    done = conn.execute(sa.update(claims_table).where(
+        c.migration == name, c.high_key == claim.high, c.holder == claim.holder).values(
+        holder=token, claimed_at=utcnow()))
+    return done.rowcount == 1
+
+
+def release(conn: Connection, name: str, high: int, token: int) -> None:
+    """Inside the batch's transaction: the claim ends when the batch commits."""
+    c = claims_table.c
+    conn.execute(sa.delete(claims_table).where(c.migration == name, c.high_key == high, c.holder == token))

@@ -1,0 +1,237 @@
+"""Several runners on one data migration at once (claims, ``data/claims.py``), attacked.
+
+* runners really work side by side: every runner's first batch waits for all the others to be
+  inside theirs (a barrier in the migration), which runners taking turns can never pass;
+* no two batches work on the same keys at the same time, and no row is migrated twice,
+  whatever the keys (dense: range stepping, sparse: keyset), batch sizes and runner count;
+* a runner never enters keys another live runner claimed, and a dead runner's claim is walked
+  again by the next runner to claim (generated claims held by a live, then a dead, session);
+* a runner killed inside its batch: its peer, waiting at the end, takes the claim over and
+  ends complete in the same run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from migrations_policy.data import DataMigration, Registry, RunOptions, data_migration, ledger, run
+from migrations_policy.data import claims, runner
+from migrations_policy.framework_tables import claims_table
+
+from ..data.support import dbsync_argv
+from ..helpers import write_data_project
+
+SEEDS = range(int(os.environ.get("MP_CLAIM_SEEDS", "3")))
+
+metadata = sa.MetaData()
+items = sa.Table(
+    "items", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("src", sa.String(40)),
+    sa.Column("dst", sa.String(40)),
+    sa.Column("n", sa.Integer, nullable=False, server_default="0"),
+)
+batch_log = sa.Table(
+    "batch_log", metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("pid", sa.Integer, nullable=False),
+    sa.Column("low_key", sa.Integer, nullable=True),
+    sa.Column("high_key", sa.Integer, nullable=False),
+    sa.Column("began", sa.Float, nullable=False),
+    sa.Column("ended", sa.Float, nullable=False),
+)
+
+# Read the batch, then write row by row: a row two runners both read would be migrated twice (n == 2).
+# Each batch logs its keys and its time; the first batch of each process waits at a barrier (files in
+# CLAIMS_BARRIER) until CLAIMS_RUNNERS processes are inside a batch; a batch holding CLAIMS_POISON
+# touches CLAIMS_BARRIER/poisoned and sleeps until it is killed.
+APP_MODULE = '''
+import os
+import time
+from pathlib import Path
+
+import sqlalchemy as sa
+from migrations_policy.data import data_migration
+
+items = sa.table("items", sa.column("id", sa.Integer), sa.column("src"), sa.column("dst"), sa.column("n"))
+log = sa.table("batch_log", sa.column("pid"), sa.column("low_key"), sa.column("high_key"),
+               sa.column("began"), sa.column("ended"))
+arrived = []
+
+
+def barrier():
+    place = Path(os.environ["CLAIMS_BARRIER"])
+    (place / f"in-{os.getpid()}").touch()
+    deadline = time.monotonic() + 30
+    while len(list(place.glob("in-*"))) < int(os.environ["CLAIMS_RUNNERS"]):
+        if time.monotonic() > deadline:
+            raise RuntimeError("barrier: the other runners never got a batch of their own")
+        time.sleep(0.02)
+
+
+@data_migration("copy_items", table=items, key="id", pending=sa.and_(items.c.dst.is_(None), items.c.src.is_not(None)))
+def copy_items(connection, batch):
+    began = time.time()
+    rows = connection.execute(sa.select(items.c.id, items.c.src, items.c.n).where(batch.where)).all()
+    if not arrived and os.environ.get("CLAIMS_RUNNERS"):
+        arrived.append(True)
+        barrier()
+    poison = os.environ.get("CLAIMS_POISON")
+    if poison and any(key == int(poison) for key, _, _ in rows):
+        (Path(os.environ["CLAIMS_BARRIER"]) / "poisoned").touch()
+        time.sleep(600)
+    for key, src, n in rows:
+        connection.execute(sa.update(items).where(items.c.id == key).values(dst=src, n=n + 1))
+    time.sleep(0.01)
+    connection.execute(sa.insert(log).values(pid=os.getpid(), low_key=batch.lower, high_key=batch.upper,
+                                             began=began, ended=time.time()))
+    return len(rows)
+'''
+
+
+@pytest.fixture(autouse=True)
+def _servers_only(backend):
+    if backend == "sqlite":
+        pytest.skip("SQLite has one writer at a time: runners take turns (claims.unavailable)")
+
+
+def fill(engine: sa.Engine, rng: random.Random) -> list[int]:
+    metadata.create_all(engine)
+    ledger.metadata.create_all(engine)
+    rows, step = rng.randrange(150, 600), rng.choice((1, 1, 2, 9, 40))  # 9, 40: sparse keys, keyset
+    keys = sorted(rng.sample(range(1, rows * step + 1), rows)) if step > 1 else list(range(1, rows + 1))
+    with engine.begin() as conn:
+        conn.execute(sa.insert(items), [{"id": k, "src": f"v{k}"} for k in keys])
+    return keys
+
+
+def migrated_counts(engine: sa.Engine) -> dict[int, int]:
+    with engine.connect() as conn:
+        return dict(conn.execute(sa.select(items.c.id, items.c.n)).all())
+
+
+def claims_left(engine: sa.Engine) -> list:
+    with engine.connect() as conn:
+        return conn.execute(sa.select(claims_table)).all()
+
+
+def start(project: Path, url: sa.URL, barrier: Path, *args: str, **env: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        dbsync_argv(project, url, "--format", "json", "--progress", "none", "online_data_migrations", *args),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(project), "CLAIMS_BARRIER": str(barrier), **env})
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_runners_work_side_by_side_and_never_on_the_same_keys_at_once(tmp_path, db_url, db_engine, seed):
+    rng = random.Random(seed * 7919 + 11)
+    keys = fill(db_engine, rng)
+    project = write_data_project(tmp_path, "claims_app", APP_MODULE)
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    count = rng.choice((2, 3, 4))
+    # every runner's first batch must find keys of its own: at least twice what the others' first take
+    size = rng.choice([b for b in (5, 20, 60) if 2 * b * count <= len(keys)])
+    args = ("--batch-size", str(size),
+            *(("--batch-seconds", "0.02") if rng.random() < 0.5 else ()))
+    runners = [start(project, db_url, barrier, *args, CLAIMS_RUNNERS=str(count)) for _ in range(count)]
+    results = [(r, *r.communicate(timeout=300)) for r in runners]
+    for process, out, err in results:
+        assert process.returncode == 0, (seed, err, out)  # nobody writes: every runner ends complete
+        assert "Traceback" not in err, err
+    assert migrated_counts(db_engine) == {k: 1 for k in keys}, f"seed {seed}: a row migrated twice or never"
+    with db_engine.connect() as conn:
+        batches = conn.execute(sa.select(batch_log)).all()
+    assert len({b.pid for b in batches}) == count
+    for a in batches:
+        for b in batches:
+            if a.id < b.id and a.began < b.ended and b.began < a.ended:  # at the same time
+                assert (a.low_key is not None and a.low_key >= b.high_key) or \
+                       (b.low_key is not None and b.low_key >= a.high_key), (seed, a, b)
+    assert claims_left(db_engine) == []
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_live_runners_claims_are_never_entered_and_a_dead_ones_are_walked_again(db_engine, monkeypatch, seed):
+    rng = random.Random(seed * 104729 + 3)
+    keys = fill(db_engine, rng)
+    bounds = sorted(rng.sample(range(0, keys[-1] + 3), 2 * rng.randrange(1, 5)))
+    held = [(None if i == 0 and rng.random() < 0.3 else bounds[2 * i], bounds[2 * i + 1])
+            for i in range(len(bounds) // 2)]
+    t = sa.table("items", sa.column("id", sa.Integer), sa.column("src"), sa.column("dst"), sa.column("n"))
+    pending = sa.and_(t.c.dst.is_(None), t.c.src.is_not(None))
+    if rng.random() < 0.5:
+        migration = DataMigration("copy_items", table=t, key="id", pending=pending,
+                                  values={"dst": t.c.src, "n": t.c.n + 1})
+    else:
+        @data_migration("copy_items", table=t, key="id", pending=pending)
+        def migration(connection, batch):
+            rows = connection.execute(sa.select(t.c.id, t.c.src, t.c.n).where(batch.where)).all()
+            for key, src, n in rows:
+                connection.execute(sa.update(t).where(t.c.id == key).values(dst=src, n=n + 1))
+            return len(rows)
+    options = RunOptions(batch_size=rng.choice((3, 17, 64, 500)), batch_seconds=rng.choice((None, 0.01)))
+    assert claims.unavailable(db_engine) is None
+    other = db_engine.connect()  # another runner's session, alive
+    token = claims.new_token()
+    claims.hold(other, token)
+    with db_engine.begin() as conn:
+        for low, high in held:
+            claims.record(conn, "copy_items", low, high, token)
+    monkeypatch.setattr(runner, "PEER_WAIT", 0.3)
+
+    report = run(db_engine, Registry([migration]), options).migrations[0]
+    inside = {k for k in keys if any((low is None or k > low) and k <= high for low, high in held)}
+    assert migrated_counts(db_engine) == {k: int(k not in inside) for k in keys}, (seed, held)
+    assert report.state == (ledger.CAUGHT_UP if inside else ledger.COMPLETE), (seed, report)
+    if inside:
+        assert "still migrating claimed keys" in report.strategy_note
+    assert len(claims_left(db_engine)) == len(held)
+
+    other.invalidate()  # the other runner dies: its session, and the lock on its token, end
+    other.close()
+    report = run(db_engine, Registry([migration]), options).migrations[0]
+    assert migrated_counts(db_engine) == {k: 1 for k in keys}, (seed, held)
+    assert report.state == ledger.COMPLETE, (seed, report)
+    assert report.strategy_note.count("its runner died mid-batch") == len(held)
+    assert claims_left(db_engine) == []
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_runner_killed_in_its_batch_is_taken_over_by_its_peer_in_the_same_run(tmp_path, db_url, db_engine, seed):
+    rng = random.Random(seed * 31337 + 5)
+    keys = fill(db_engine, rng)
+    project = write_data_project(tmp_path, "claims_app", APP_MODULE)
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    poison = rng.choice(keys)
+    args = ("--batch-size", str(rng.choice((10, 40))))
+    victim = start(project, db_url, barrier, *args, CLAIMS_POISON=str(poison))
+    deadline = time.monotonic() + 60
+    while not (barrier / "poisoned").exists():
+        assert victim.poll() is None and time.monotonic() < deadline, victim.communicate()
+        time.sleep(0.02)
+    peer = start(project, db_url, barrier, *args)
+    (low, high), = [(c.low_key, c.high_key) for c in claims_left(db_engine)]  # the victim's
+    outside = {k for k in keys if not ((low is None or k > low) and k <= high)}
+    # the peer walks everything but the victim's claim, then waits for it at the end
+    while any(migrated_counts(db_engine)[k] == 0 for k in outside) and peer.poll() is None:
+        time.sleep(0.05)
+    time.sleep(rng.choice((0.0, 0.3)))
+    victim.send_signal(signal.SIGKILL)
+    victim.wait(timeout=30)
+    out, err = peer.communicate(timeout=120)
+    assert peer.returncode == 0, (seed, err, out)
+    report = json.loads(out)["migrations"][0]
+    assert report["state"] == "complete" and "its runner died mid-batch" in report["note"], report
+    assert migrated_counts(db_engine) == {k: 1 for k in keys}
+    assert claims_left(db_engine) == []
