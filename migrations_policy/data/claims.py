@@ -63,8 +63,8 @@ def unavailable(engine: Engine) -> str | None:
         conn.rollback()
         return found
 
-    try:
-        with engine.connect() as conn:
+    with engine.connect() as conn:
+        try:
             if not exists(conn):
                 try:
                     with conn.begin():
@@ -73,9 +73,26 @@ def unavailable(engine: Engine) -> str | None:
                     conn.rollback()
                     if not exists(conn):
                         raise
-    except sa.exc.DBAPIError as exc:
-        return f"cannot create {CLAIMS_TABLE}: {mask_text(_one_line(exc))}"
+        except sa.exc.DBAPIError as exc:
+            return f"cannot create {CLAIMS_TABLE}: {mask_text(_one_line(exc))}"
+        try:
+            _probe(conn)
+        except sa.exc.DBAPIError as exc:
+            return f"cannot use {CLAIMS_TABLE}: {mask_text(_one_line(exc))}"
+        finally:
+            conn.rollback()
     return None
+
+
+def _probe(conn: Connection) -> None:
+    """Every statement a runner sends to the claims table, on a row no migration can have
+    (an empty name), rolled back: a user who may not write the table is found before any work."""
+    conn.begin()
+    token = new_token()
+    record(conn, "", None, 0, token)
+    take_over(conn, "", Claim(None, 0, token, True), token)
+    others(conn, "", token)
+    release(conn, "", 0, token)
 
 
 def usable_key(*keys: Any) -> bool:
@@ -132,6 +149,12 @@ def first_overlap(claims: Iterable[Claim], low: int | None, high: int) -> Claim 
 
 
 def record(conn: Connection, name: str, low: int | None, high: int, token: int) -> None:
+    """Under the migration's lock: claim ``low < key <= high``.  On PostgreSQL the claim's
+    transaction commits without waiting for its WAL to reach disk: the batch's own commit
+    flushes it (WAL is written in order), and a crash that loses the claim loses no row: its
+    batch had not committed, and what remains is the pending predicate."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(sa.select(sa.func.set_config("synchronous_commit", "off", True)))
     conn.execute(sa.insert(claims_table).values(migration=name, low_key=low, high_key=high, holder=token,
                                                 claimed_at=utcnow()))
 

@@ -686,6 +686,9 @@ def _run_phases(engine: Engine, walks: list[_Walk], run_options: RunOptions, bud
         for walk in phase:
             _prepare(walk, engine)
             walk.claiming = no_claims is None and walk.integer_keys
+            if no_claims and walk.integer_keys and engine.dialect.name in claims.DIALECTS:
+                walk.report.strategy_note = "; ".join(filter(None, (
+                    walk.report.strategy_note, f"runners take turns: {no_claims}")))
         connections = _Connections(engine, claiming=any(w.claiming for w in phase))
         try:
             _drive(connections, phase, run_options, budget, on_batch, stop)

@@ -7,7 +7,9 @@
 * a runner never enters keys another live runner claimed, and a dead runner's claim is walked
   again by the next runner to claim (generated claims held by a live, then a dead, session);
 * a runner killed inside its batch: its peer, waiting at the end, takes the claim over and
-  ends complete in the same run.
+  ends complete in the same run;
+* a database user who may not create or write the claims table: the run says so, takes turns,
+  and still migrates everything.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ import random
 import signal
 import subprocess
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 import sqlalchemy as sa
@@ -235,3 +239,62 @@ def test_a_runner_killed_in_its_batch_is_taken_over_by_its_peer_in_the_same_run(
     assert report["state"] == "complete" and "its runner died mid-batch" in report["note"], report
     assert migrated_counts(db_engine) == {k: 1 for k in keys}
     assert claims_left(db_engine) == []
+
+
+@contextmanager
+def limited_user(db_url: sa.URL, db_engine: sa.Engine, backend: str, on_claims: tuple[str, ...]) -> Iterator[sa.Engine]:
+    """An engine of a user who may read and write the project's tables and the ledger, has the
+    privileges *on_claims* on the claims table, and (PostgreSQL 15's default for ``public``, kept
+    for every user here) may create nothing."""
+    user, password = f"runner_{os.getpid()}", "limited-pw"
+    host = "" if backend == "postgresql" else "@'127.0.0.1'"
+    who = user if backend == "postgresql" else f"'{user}'{host}"
+    with db_engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        quote = conn.dialect.identifier_preparer.quote
+        scope = "" if backend == "postgresql" else f"{quote(db_url.database)}."
+        if backend == "postgresql":
+            conn.exec_driver_sql(f"CREATE ROLE {user} LOGIN PASSWORD '{password}'")
+            conn.exec_driver_sql("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+        else:
+            conn.exec_driver_sql(f"CREATE USER {who} IDENTIFIED BY '{password}'")
+        for table in ("items", "batch_log", ledger.LEDGER_TABLE):
+            conn.exec_driver_sql(f"GRANT SELECT, INSERT, UPDATE ON {scope}{quote(table)} TO {who}")
+        if on_claims:
+            conn.exec_driver_sql(f"GRANT {', '.join(on_claims)} ON {scope}{quote(claims_table.name)} TO {who}")
+    limited = sa.create_engine(db_url.set(username=user, password=password))
+    try:
+        yield limited
+    finally:
+        limited.dispose()
+        with db_engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            if backend == "postgresql":
+                conn.exec_driver_sql(f"DROP OWNED BY {user}")
+                conn.exec_driver_sql(f"DROP ROLE {user}")
+            else:
+                conn.exec_driver_sql(f"DROP USER {who}")
+
+
+@pytest.mark.parametrize("access", ["absent", "read-only", "granted"])
+def test_a_user_who_may_not_use_the_claims_table_takes_turns_and_says_why(db_url, db_engine, backend, access):
+    """PostgreSQL 15 no longer lets every user create tables in ``public``: a runner whose user
+    may not create the claims table (absent), or may only read it (an administrator's run created
+    it: read-only), finds out before any work, migrates everything taking turns, and says why.
+    Granted what the operator guide says, the same user claims."""
+    keys = fill(db_engine, random.Random(f"{backend}{access}"))
+    if access != "absent":
+        assert claims.unavailable(db_engine) is None  # created by a user who may
+    privileges = {"absent": (), "read-only": ("SELECT",), "granted": ("SELECT", "INSERT", "UPDATE", "DELETE")}
+    with limited_user(db_url, db_engine, backend, privileges[access]) as limited:
+        why = {"absent": "cannot create", "read-only": "cannot use", "granted": None}[access]
+        unavailable = claims.unavailable(limited)
+        assert unavailable is None if why is None else unavailable.startswith(f"{why} {claims_table.name}: ")
+        report = run(limited, Registry([DataMigration(
+            "copy_items", table=items, key="id", pending=items.c.dst.is_(None),
+            values={"dst": items.c.src, "n": items.c.n + 1})]), RunOptions(batch_size=50)).migrations[0]
+        assert report.state == ledger.COMPLETE and report.errors == 0, report
+        assert ("runners take turns" in report.strategy_note) == (why is not None), report.strategy_note
+        if why:
+            assert f"runners take turns: {why}" in report.strategy_note
+        assert "limited-pw" not in report.strategy_note
+    assert migrated_counts(db_engine) == {k: 1 for k in keys}
+    assert access == "absent" or claims_left(db_engine) == []
