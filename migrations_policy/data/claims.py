@@ -1,20 +1,23 @@
-"""Claims: several runners on one data migration, each batch on a key range of its own.
+"""Claims: several runners on one data migration, each on a key range of its own.
 
 Without claims, the runners of one migration take turns: a batch holds the migration's
 lock (``locks.batch_transaction``) from its first read to its commit.  With claims, the
-lock is held only to choose the batch and record it here, a short transaction; the batch
-then runs in a transaction of its own while other runners claim and migrate the ranges
-after it:
+lock is held only to choose a key range and record it here, a short transaction; the
+runner then migrates the range in batches, each a transaction of its own, while other
+runners claim and migrate the ranges after it:
 
 * a claim is one row ``(migration, low_key, high_key, holder)``: the keys
   ``low_key < key <= high_key`` (no lower bound when ``low_key`` is NULL).  It is made
   under the migration's lock and never overlaps another claim (the claimer stops short
-  of, or skips past, any it would overlap), and it is deleted by its batch's own
-  transaction: a claim exists exactly as long as its batch has not committed;
+  of, or skips past, any it would overlap).  Each batch's own transaction moves its start
+  past the batch's keys (``advance``) and deletes it with the last one: a claim holds
+  exactly the keys its runner has not migrated yet;
+* a runner alone claims several batches at a time (one short transaction per several
+  batches), with others about one batch at a time (``runner.CLAIM_BATCHES``);
 * ``holder`` is a token on which the runner's session holds a lock for as long as it
   lives (PostgreSQL ``pg_advisory_lock``, MariaDB/MySQL ``GET_LOCK``).  A claim whose
-  holder's lock is free belongs to a session that died, so its batch rolled back: the
-  next runner to claim takes it over and migrates its range again;
+  holder's lock is free belongs to a session that died, so its batch in progress rolled
+  back: the next runner to claim takes it over and migrates what it holds;
 * integer keys only: claim bounds are compared by the database and by Python, which
   order strings differently (collations).  Other keys, and SQLite (one writer at a
   time), keep taking turns.
@@ -92,7 +95,8 @@ def _probe(conn: Connection) -> None:
     record(conn, "", None, 0, token)
     take_over(conn, "", Claim(None, 0, token, True), token)
     others(conn, "", token)
-    release(conn, "", 0, token)
+    advance(conn, "", 0, token, -1)
+    advance(conn, "", 0, token, 0)
 
 
 def usable_key(*keys: Any) -> bool:
@@ -120,7 +124,9 @@ def hold(conn: Connection, token: int) -> None:
 
 
 def let_go(conn: Connection, token: int) -> None:
-    """Release *token*'s session lock (the connection goes back to the pool)."""
+    """The run is over: end *token*'s claims (the rest of a range a ``--max-count`` run did not
+    reach) and release its session lock (the connection goes back to the pool)."""
+    conn.execute(sa.delete(claims_table).where(claims_table.c.holder == token))
     if conn.dialect.name == "postgresql":
         conn.execute(sa.select(sa.func.pg_advisory_unlock(sa.cast(token, sa.BigInteger))))
     else:
@@ -168,7 +174,12 @@ def take_over(conn: Connection, name: str, claim: Claim, token: int) -> bool:
     return done.rowcount == 1
 
 
-def release(conn: Connection, name: str, high: int, token: int) -> None:
-    """Inside the batch's transaction: the claim ends when the batch commits."""
+def advance(conn: Connection, name: str, high: int, token: int, done_to: int) -> None:
+    """Inside a batch's transaction: the claim ``(.., high]`` is migrated up to *done_to*: its
+    start moves there, or it ends (deleted) once *done_to* reaches *high* (on the batch's commit)."""
     c = claims_table.c
-    conn.execute(sa.delete(claims_table).where(c.migration == name, c.high_key == high, c.holder == token))
+    mine = (c.migration == name, c.high_key == high, c.holder == token)
+    if done_to >= high:
+        conn.execute(sa.delete(claims_table).where(*mine))
+    else:
+        conn.execute(sa.update(claims_table).where(*mine).values(low_key=done_to))

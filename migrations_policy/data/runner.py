@@ -27,7 +27,7 @@ import time
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -46,6 +46,8 @@ from .report import EXIT_USAGE, MigrationReport, RunReport
 DENSE_THRESHOLD = 0.5
 #: With a batch time target, a batch grows to at most this many times ``--batch-size``.
 MAX_GROWTH = 10
+#: A runner alone on a migration claims up to this many batches at a time.
+CLAIM_BATCHES = 16
 #: A walk with nothing left to claim waits this long at most for other runners' claimed
 #: batches to commit (or their sessions to die), polling every ``PEER_POLL`` seconds.
 PEER_WAIT = 60.0
@@ -95,6 +97,17 @@ def next_batch_size(size: int, seconds: float, target: float, ceiling: int) -> i
 
 
 # -- one migration's walk -------------------------------------------------------------
+class Chunk(NamedTuple):
+    """What remains of a claim: ``low < key <= high`` (no lower bound when None); *own*: this
+    walk's next keys (False: a dead runner's claim, taken over); *holder*: the token of the
+    session that holds it (a walk's steps may run on any worker thread's connection)."""
+
+    low: Any
+    high: Any
+    own: bool
+    holder: int
+
+
 class _Walk:
     def __init__(self, migration: DataMigration, options: Mapping[str, Any], run: RunOptions):
         self.migration = migration
@@ -116,6 +129,9 @@ class _Walk:
         self.integer_keys = False  # the pending keys fit a claim's bounds (claims.usable_key)
         self.claiming = False  # batches on claimed key ranges, beside other runners (claims.py)
         self.waiting_since: float | None = None  # when the walk began waiting for other runners' claims
+        self.chunk: Chunk | None = None  # the part of this runner's claim still to walk
+        self.claim_batches = 1  # batches the next claim covers
+        self.peers = False  # other runners held live claims at the last claim
         self._ledger_read: sa.Select | None = None  # this migration's last_key, read under the lock
 
     def fail(self, exc: BaseException) -> None:
@@ -201,9 +217,10 @@ class _Walk:
     def step(self, connections: _Connections, width: int) -> int:
         """One batch of at most about *width* rows; returns the rows it processed.
 
-        Taking turns, the batch runs under the migration's lock.  Claiming, the lock is held
-        only to claim the batch's key range (``_claim``); the batch then runs in a transaction
-        of its own, beside other runners' batches.
+        Taking turns, the batch runs under the migration's lock.  Claiming, the batch is the
+        next part of the key range this runner claimed (``_claim``, under the lock, once per
+        claim); it runs in a transaction of its own, without the lock, beside other runners'
+        batches, and moves the claim's start past its keys as it commits.
 
         The batch's time (what sizes the next batch, and ``longest_batch_seconds``) runs from
         the moment the migration's lock is held (claiming: the batch's transaction begins) to
@@ -213,46 +230,54 @@ class _Walk:
         started = time.perf_counter()
         try:
             conn = connections.get()
-            token = connections.token() if self.claiming else None
-            if self._ledger_read is None:
-                self._ledger_read = ledger.last_key_query(self.migration.name)
-            with locks.batch_transaction(conn, self.migration.name, self._ledger_read) as current:
-                started = time.perf_counter()
-                self._follow_other_runner(current)
-                if token is None:
-                    batch, own, peers = self._next_batch(conn, width), True, False
-                    if batch is not None:
-                        processed, migrated, stuck = self._run_batch(conn, batch)
-                else:
-                    batch, own, peers = self._claim(conn, width, token)
-            if token is not None and batch is not None:  # the claimed range, outside the lock
+            if self.claiming:
+                token = connections.token()
+                if self.chunk is None and not self._claim(conn, width, token):
+                    self._at_end(conn)
+                    return 0
+                chunk = self.chunk
                 started = time.perf_counter()
                 with conn.begin():
-                    processed, migrated, stuck = self._run_batch(conn, batch, token)
-            if batch is None:  # nothing left to walk (after its lock and transaction)
-                self._at_end(conn, peers)
-                return 0
+                    if chunk.holder != token and not self._rehome(conn, chunk, token):
+                        return 0
+                    chunk = chunk._replace(holder=token)
+                    batch, full = self._batch_in(chunk, conn, width)
+                    processed, migrated, stuck = self._run_batch(conn, batch, chunk)
+                self.chunk = None if batch.upper >= chunk.high else chunk._replace(low=batch.upper)
+                own = chunk.own
+            else:
+                if self._ledger_read is None:
+                    self._ledger_read = ledger.last_key_query(self.migration.name)
+                with locks.batch_transaction(conn, self.migration.name, self._ledger_read) as current:
+                    started = time.perf_counter()
+                    self._follow_other_runner(current)
+                    batch = self._next_batch(conn, width)
+                    if batch is not None:
+                        processed, migrated, stuck = self._run_batch(conn, batch)
+                if batch is None:  # nothing left to walk (after its lock and transaction)
+                    self._at_end(conn)
+                    return 0
+                own = full = True
+                self.ledger_key = ledger.as_key_text(batch.upper)
         except KeyboardInterrupt:  # Ctrl-C / SIGTERM: the batch rolled back (or dies with the session)
             connections.discard()
-            self.finished = True
+            self.finished, self.chunk = True, None
             raise
         except (Exception, SystemExit, GeneratorExit) as exc:  # one migration's failure (its function's
             connections.discard()                              # sys.exit() too) must not stop the others
+            self.chunk = None
             self.fail(exc)
             return 0
         seconds = time.perf_counter() - started
         self.waiting_since = None
         if own:
             self.cursor = self.walked_to = batch.upper
-            self.ledger_key = ledger.as_key_text(batch.upper)
-        else:
-            self._took_over(batch)
         report = self.report
         report.batches += 1
         report.migrated += migrated
         report.stuck += stuck
         report.longest_batch_seconds = max(report.longest_batch_seconds, seconds)
-        if self.run.batch_seconds and width == self.batch_size:  # not cut short by --max-count
+        if self.run.batch_seconds and full and width == self.batch_size:  # not cut short by --max-count
             self.batch_size = next_batch_size(width, seconds, self.run.batch_seconds,
                                               self.run.batch_size * MAX_GROWTH)
         report.batch_sizes = (min(report.batch_sizes[0], width) if report.batches > 1 else width,
@@ -261,60 +286,101 @@ class _Walk:
             time.sleep(self.run.sleep)
         return processed
 
-    def _run_batch(self, conn: Connection, batch: Batch, token: int | None = None) -> tuple[int, int, int]:
-        """Inside the batch's transaction: migrate, end its claim (claiming), record it in the ledger."""
+    def _rehome(self, conn: Connection, chunk: Chunk, token: int) -> bool:
+        """First in a batch's transaction, when this step runs on another worker thread's
+        connection than the one that claimed *chunk*: make the claim this session's, so that it
+        lives and dies with the connection migrating it (the row stays locked until the batch
+        commits: a runner that found the old session gone waits, then sees the new holder).
+        False: the old session died and another runner took the claim over: leave it to them."""
+        if claims.take_over(conn, self.migration.name, claims.Claim(chunk.low, chunk.high, chunk.holder, False), token):
+            return True
+        self.chunk = None
+        return False
+
+    def _run_batch(self, conn: Connection, batch: Batch, chunk: Chunk | None = None) -> tuple[int, int, int]:
+        """Inside the batch's transaction: migrate, move the claim's start past the batch (claiming),
+        record it in the ledger."""
         name = self.migration.name
         processed, migrated, stuck = self._migrate(conn, batch)
-        if token is not None:
-            claims.release(conn, name, batch.upper, token)
-        ledger.record_batch(conn, name, migrated, stuck, batch.upper if token is None else None)
+        if chunk is not None:
+            claims.advance(conn, name, chunk.high, chunk.holder, batch.upper)
+        ledger.record_batch(conn, name, migrated, stuck, batch.upper if chunk is None else None)
         if self.stop is not None and self.stop.is_set():
             raise KeyboardInterrupt  # another thread was interrupted: roll this batch back
         return processed, migrated, stuck
 
-    def _claim(self, conn: Connection, width: int, token: int) -> tuple[Batch | None, bool, bool]:
-        """Under the migration's lock: claim the next batch's key range for this runner.
+    def _claim(self, conn: Connection, width: int, token: int) -> bool:
+        """Under the migration's lock, claim the next key range for this runner (``self.chunk``);
+        False: nothing left to claim.
 
-        Returns the batch (None: nothing left to walk), whether it is this walk's own next
-        range (False: a dead runner's claim taken over: its batch rolled back, its range is
-        walked again), and whether other runners hold live claims.  The range stops short of
-        the first claim it would overlap, or starts past it."""
+        The range is a dead runner's claim when there is one (its batch rolled back: its keys
+        are walked again), else the walk's next ``claim_batches`` batches, stopping short of the
+        first claim it would overlap, or starting past it.  A runner alone claims more batches at
+        a time (1, 2, 4 ... ``CLAIM_BATCHES``), so that claiming costs one short transaction per
+        several batches; with other runners about, or a ``--max-count``, one batch at a time."""
         name = self.migration.name
-        held = claims.others(conn, name, token)
-        dead = next((c for c in held if c.free), None)
-        if dead is not None and claims.take_over(conn, name, dead, token):
-            return Batch(self.migration, dead.low, dead.high, self.options), False, True
-        peers = any(not c.free for c in held)
-        while True:
-            batch = self._next_batch(conn, width)
-            if batch is None:
-                return None, True, peers
-            hit = claims.first_overlap(held, batch.lower, batch.upper)
-            if hit is None:
-                break
-            if hit.low is not None and (batch.lower is None or hit.low > batch.lower):
-                batch = Batch(self.migration, batch.lower, hit.low, self.options)
-                break
-            self.cursor = hit.high  # past the other runner's keys
-        claims.record(conn, name, batch.lower, batch.upper, token)
-        ledger.record_claim(conn, name, batch.upper)
-        self.ledger_key = ledger.as_key_text(batch.upper)
-        return batch, True, peers
+        if self._ledger_read is None:
+            self._ledger_read = ledger.last_key_query(name)
+        with locks.batch_transaction(conn, name, self._ledger_read) as current:
+            self._follow_other_runner(current)
+            held = claims.others(conn, name, token)
+            self.peers = any(not c.free for c in held)
+            dead = next((c for c in held if c.free), None)
+            if dead is not None and claims.take_over(conn, name, dead, token):
+                self.chunk = Chunk(dead.low, dead.high, own=False, holder=token)
+                self._took_over(self.chunk)
+                return True
+            wanted = width * self.claim_batches
+            alone = not self.peers and self.run.max_count is None
+            self.claim_batches = min(2 * self.claim_batches, CLAIM_BATCHES) if alone else 1
+            while True:
+                batch = self._next_batch(conn, wanted)
+                if batch is None:
+                    return False
+                if self.report.strategy == "range" and wanted > width:  # not past the last pending key
+                    batch = Batch(self.migration, batch.lower, min(batch.upper, max(self.high, batch.lower + width)),
+                                  self.options)
+                hit = claims.first_overlap(held, batch.lower, batch.upper)
+                if hit is None:
+                    break
+                if hit.low is not None and (batch.lower is None or hit.low > batch.lower):
+                    batch = Batch(self.migration, batch.lower, hit.low, self.options)
+                    break
+                self.cursor = hit.high  # past the other runner's keys
+            claims.record(conn, name, batch.lower, batch.upper, token)
+            ledger.record_claim(conn, name, batch.upper)
+            self.ledger_key = ledger.as_key_text(batch.upper)
+            self.chunk = Chunk(batch.lower, batch.upper, own=True, holder=token)
+            return True
 
-    def _took_over(self, batch: Batch) -> None:
-        """A dead runner's range was walked: ``finish`` counts its stuck rows with this walk's."""
-        low = "" if batch.lower is None else f"{batch.lower} < "
-        note = f"walked again {low}{self.migration.key} <= {batch.upper}: its runner died mid-batch"
+    def _batch_in(self, chunk: Chunk, conn: Connection, width: int) -> tuple[Batch, bool]:
+        """The next batch of the claimed *chunk*: *width* keys (range stepping) or pending keys
+        (keyset) past its start, and whether it has that many (the chunk's last batch may be
+        cut short: its time does not size the next batch)."""
+        m = self.migration
+        if self.report.strategy == "range" and chunk.low is not None:
+            upper = chunk.low + width
+            return Batch(m, chunk.low, min(upper, chunk.high), self.options), upper <= chunk.high
+        key = m.key_column
+        after = () if chunk.low is None else (key > chunk.low,)
+        keys = sa.select(key.label("k")).where(*after, key <= chunk.high, m.pending).order_by(key).limit(width).subquery()
+        last, found = conn.execute(sa.select(sa.func.max(keys.c.k), sa.func.count())).one()
+        return Batch(m, chunk.low, chunk.high if found < width else last, self.options), found >= width
+
+    def _took_over(self, chunk: Chunk) -> None:
+        """A dead runner's claim is this walk's: ``finish`` counts its stuck rows with this walk's."""
+        low = "" if chunk.low is None else f"{chunk.low} < "
+        note = f"walked again {low}{self.migration.key} <= {chunk.high}: its runner died mid-batch"
         self.report.strategy_note = "; ".join(filter(None, (self.report.strategy_note, note)))
         if self.first_key is not None:
-            self.first_key = None if batch.lower is None else min(self.first_key, batch.lower + 1)
-        self.walked_to = batch.upper if self.walked_to is None else max(self.walked_to, batch.upper)
+            self.first_key = None if chunk.low is None else min(self.first_key, chunk.low + 1)
+        self.walked_to = chunk.high if self.walked_to is None else max(self.walked_to, chunk.high)
 
-    def _at_end(self, conn: Connection, peers: bool) -> None:
+    def _at_end(self, conn: Connection) -> None:
         """Nothing left to walk ahead.  Claiming, wait (at most ``PEER_WAIT``) while other runners'
         claimed batches are in flight: their rows are pending until they commit, and a claim
         whose runner dies is this walk's to take over.  Then the keys behind a resumed walk."""
-        if peers:
+        if self.peers:
             now = time.monotonic()
             self.waiting_since = self.waiting_since or now
             if now - self.waiting_since < PEER_WAIT:

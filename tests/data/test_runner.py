@@ -303,7 +303,9 @@ def test_batch_seconds_grows_fast_batches_up_to_the_ceiling(db_engine):
     m = by_name(report)["copy_items"]
     assert (m.state, m.migrated, report.exit_code) == ("complete", 1000, 0)
     assert m.batch_sizes == (10, 10 * MAX_GROWTH)  # 10, 20, 40, 80, then the ceiling 100
-    assert m.batches == 4 + -(-(1000 - 150) // 100)
+    fewest = 4 + -(-(1000 - 150) // 100)
+    # claiming (PostgreSQL, MariaDB), the last batch of a claim may be cut short by the claim's end
+    assert fewest <= m.batches <= fewest + 2, m.batches
     bump = DataMigration("bump_n", table=t, key="id", pending=t.c.n == 1, values={"n": 2})
     fixed = by_name(run(db_engine, Registry([bump]), RunOptions(batch_size=10)))["bump_n"]
     assert (fixed.migrated, fixed.batch_sizes, fixed.batches) == (1000, (10, 10), 100)

@@ -298,3 +298,60 @@ def test_a_user_who_may_not_use_the_claims_table_takes_turns_and_says_why(db_url
         assert "limited-pw" not in report.strategy_note
     assert migrated_counts(db_engine) == {k: 1 for k in keys}
     assert access == "absent" or claims_left(db_engine) == []
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_batches_are_sized_by_time_with_other_runners_about(db_engine, monkeypatch, seed):
+    """With another live runner, every claim is one batch: the batches must still grow toward
+    ``--batch-seconds`` (and a runner alone, claiming many at a time, likewise)."""
+    rng = random.Random(seed)
+    keys = fill(db_engine, rng)
+    t = sa.table("items", sa.column("id", sa.Integer), sa.column("src"), sa.column("dst"), sa.column("n"))
+    migration = DataMigration("copy_items", table=t, key="id", pending=t.c.dst.is_(None),
+                              values={"dst": t.c.src, "n": t.c.n + 1})
+    assert claims.unavailable(db_engine) is None
+    monkeypatch.setattr(runner, "PEER_WAIT", 0.2)
+    other = db_engine.connect()
+    try:
+        if rng.random() < 0.7:  # a live runner, its claim past the table's end
+            token = claims.new_token()
+            claims.hold(other, token)
+            with db_engine.begin() as conn:
+                claims.record(conn, "copy_items", keys[-1] + 10, keys[-1] + 20, token)
+        start_size = rng.choice((2, 3, 5))
+        report = run(db_engine, Registry([migration]), RunOptions(batch_size=start_size, batch_seconds=30.0)).migrations[0]
+    finally:
+        other.close()
+    assert migrated_counts(db_engine) == {k: 1 for k in keys}
+    assert report.batch_sizes[1] >= 4 * start_size, report  # grown 2x per batch toward 30 s
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_walk_whose_batches_hop_between_worker_threads_keeps_its_claims(db_engine, monkeypatch, seed):
+    """``--workers``: a migration's batches run on whichever worker thread is free, each with its
+    own connection and token.  A claim made on one must move with the walk: left with the other
+    thread's live session, it looked like a peer's claim in flight forever (every runner waited
+    60 s for it at its end, seen in test_concurrent_runners on MariaDB)."""
+    rng = random.Random(seed)
+    monkeypatch.setattr(runner, "PEER_WAIT", 0.2)
+    migrations, expected = [], {}
+    for i in range(3):
+        table = sa.Table(f"flags{i}", sa.MetaData(), sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+                         sa.Column("flag", sa.Integer, nullable=False))
+        table.create(db_engine)
+        rows = rng.randrange(200, 900)
+        with db_engine.begin() as conn:
+            conn.execute(sa.insert(table), [{"id": k, "flag": 0} for k in range(1, rows + 1)])
+        expected[table.name] = rows
+        migrations.append(DataMigration(f"flags{i}", table=table, key="id", pending=table.c.flag == 0,
+                                        values={"flag": table.c.flag + 1}))
+    ledger.metadata.create_all(db_engine)
+    report = run(db_engine, Registry(migrations), RunOptions(batch_size=rng.choice((5, 20)), workers=2,
+                                                              batch_seconds=rng.choice((None, 0.01))))
+    for m in report.migrations:
+        assert m.state == ledger.COMPLETE and "still migrating" not in m.strategy_note, m
+    with db_engine.connect() as conn:
+        for name, rows in expected.items():
+            flags = sa.table(name, sa.column("flag", sa.Integer))
+            assert conn.execute(sa.select(sa.func.count()).where(flags.c.flag == 1)).scalar() == rows
+    assert claims_left(db_engine) == []
