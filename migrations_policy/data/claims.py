@@ -166,12 +166,19 @@ def record(conn: Connection, name: str, low: int | None, high: int, token: int) 
 
 
 def take_over(conn: Connection, name: str, claim: Claim, token: int) -> bool:
-    """Make a dead session's *claim* ours (False: another runner took it first)."""
+    """Make *claim*, held by *claim.holder*, ours (False: another runner has it).
+
+    The row is locked ``SKIP LOCKED`` first, never waited for: a transaction holding it is
+    migrating it right now (a walk moving its claim to another worker thread's session), and
+    waiting for it under the migration's lock, which on PostgreSQL also holds the ledger row
+    that transaction updates last, would deadlock."""
     c = claims_table.c
-    done = conn.execute(sa.update(claims_table).where(
-        c.migration == name, c.high_key == claim.high, c.holder == claim.holder).values(
-        holder=token, claimed_at=utcnow()))
-    return done.rowcount == 1
+    mine = (c.migration == name, c.high_key == claim.high, c.holder == claim.holder)
+    free = conn.execute(sa.select(c.high_key).where(*mine).with_for_update(skip_locked=True)).first()
+    if free is None:
+        return False
+    conn.execute(sa.update(claims_table).where(*mine).values(holder=token, claimed_at=utcnow()))
+    return True
 
 
 def advance(conn: Connection, name: str, high: int, token: int, done_to: int) -> None:

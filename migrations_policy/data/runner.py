@@ -326,10 +326,12 @@ class _Walk:
             held = claims.others(conn, name, token)
             self.peers = any(not c.free for c in held)
             dead = next((c for c in held if c.free), None)
-            if dead is not None and claims.take_over(conn, name, dead, token):
-                self.chunk = Chunk(dead.low, dead.high, own=False, holder=token)
-                self._took_over(self.chunk)
-                return True
+            if dead is not None:
+                if claims.take_over(conn, name, dead, token):
+                    self.chunk = Chunk(dead.low, dead.high, own=False, holder=token)
+                    self._took_over(self.chunk)
+                    return True
+                self.peers = True  # a batch is migrating it right now (its walk moved it to another session)
             wanted = width * self.claim_batches
             alone = not self.peers and self.run.max_count is None
             self.claim_batches = min(2 * self.claim_batches, CLAIM_BATCHES) if alone else 1

@@ -19,6 +19,7 @@ import os
 import random
 import signal
 import subprocess
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -354,4 +355,48 @@ def test_a_walk_whose_batches_hop_between_worker_threads_keeps_its_claims(db_eng
         for name, rows in expected.items():
             flags = sa.table(name, sa.column("flag", sa.Integer))
             assert conn.execute(sa.select(sa.func.count()).where(flags.c.flag == 1)).scalar() == rows
+    assert claims_left(db_engine) == []
+
+
+def test_taking_over_a_claim_never_waits_for_the_batch_migrating_it(db_engine, monkeypatch):
+    """A walk moving its claim to another worker thread's session holds the claim's row until its
+    batch commits, and updates the ledger row last.  A runner that saw the old session gone must
+    not wait for that row under the migration's lock: on PostgreSQL its lock read holds the ledger
+    row, so both would wait for each other (a deadlock: one of them failed)."""
+    keys = fill(db_engine, random.Random(7))
+    migration = DataMigration("copy_items", table=items, key="id", pending=items.c.dst.is_(None),
+                              values={"dst": items.c.src, "n": items.c.n + 1})
+    assert claims.unavailable(db_engine) is None
+    with db_engine.begin() as conn:
+        ledger._insert_missing(conn, "copy_items")
+    gone = db_engine.connect()  # the session that made the claim, then died
+    old = claims.new_token()
+    claims.hold(gone, old)
+    low, high = keys[len(keys) // 3], keys[len(keys) // 2]
+    with db_engine.begin() as conn:
+        claims.record(conn, "copy_items", low, high, old)
+    gone.invalidate()
+    gone.close()
+    monkeypatch.setattr(runner, "PEER_WAIT", 0.3)
+    moving = db_engine.connect()  # the walk's batch on another thread's session: it has the row
+    new = claims.new_token()
+    claims.hold(moving, new)
+    moving.begin()
+    assert claims.take_over(moving, "copy_items", claims.Claim(low, high, old, True), new)
+    reports: list = []
+    other = threading.Thread(target=lambda: reports.append(run(db_engine, Registry([migration]), RunOptions(batch_size=20))))
+    other.start()
+    time.sleep(0.5)  # the runner meets the claim while the batch holds it
+    ledger.record_batch(moving, "copy_items", 0, 0)  # the batch's last statement: the ledger row
+    moving.commit()
+    other.join(60)
+    report = reports[0].migrations[0]
+    assert report.errors == 0 and "deadlock" not in (report.error or "").lower(), report
+    # the claim was in flight when the runner reached its end: it waited, then said so
+    assert report.state == ledger.CAUGHT_UP and "still migrating claimed keys" in report.strategy_note
+    moving.invalidate()  # now that session is gone too: the next run walks the claim again
+    moving.close()
+    again = run(db_engine, Registry([migration]), RunOptions(batch_size=20)).migrations[0]
+    assert again.state == ledger.COMPLETE and "its runner died mid-batch" in again.strategy_note, again
+    assert migrated_counts(db_engine) == {k: 1 for k in keys}
     assert claims_left(db_engine) == []
