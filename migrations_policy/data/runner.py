@@ -15,8 +15,9 @@ Migrations take turns (round robin, ``--workers`` at a time), and a
 ``--max-count`` budget is shared out between the migrations still working, so
 none starves.  Several runners (processes, hosts) on one migration work at once
 on key ranges each claims for itself (``claims``); where claims cannot work
-(SQLite, non-integer keys) they take turns, one batch at a time.  What remains is always counted live from the pending predicate
-(``pending`` decides what remains for the gate, ``check`` and ``status``).
+(SQLite, non-integer keys) they take turns, one batch at a time.  What remains is
+always counted live from the pending predicate (``pending`` decides what remains
+for the gate, ``check`` and ``status``).
 """
 
 from __future__ import annotations
@@ -292,7 +293,8 @@ class _Walk:
         lives and dies with the connection migrating it (the row stays locked until the batch
         commits: a runner that found the old session gone waits, then sees the new holder).
         False: the old session died and another runner took the claim over: leave it to them."""
-        if claims.take_over(conn, self.migration.name, claims.Claim(chunk.low, chunk.high, chunk.holder, False), token):
+        held = claims.Claim(chunk.low, chunk.high, chunk.holder, False)
+        if claims.take_over(conn, self.migration.name, held, token):
             return True
         self.chunk = None
         return False
@@ -365,7 +367,8 @@ class _Walk:
             return Batch(m, chunk.low, min(upper, chunk.high), self.options), upper <= chunk.high
         key = m.key_column
         after = () if chunk.low is None else (key > chunk.low,)
-        keys = sa.select(key.label("k")).where(*after, key <= chunk.high, m.pending).order_by(key).limit(width).subquery()
+        keys = sa.select(key.label("k")).where(*after, key <= chunk.high, m.pending) \
+            .order_by(key).limit(width).subquery()
         last, found = conn.execute(sa.select(sa.func.max(keys.c.k), sa.func.count())).one()
         return Batch(m, chunk.low, chunk.high if found < width else last, self.options), found >= width
 
@@ -430,7 +433,8 @@ class _Walk:
         if current == self.ledger_key or not (self.report.strategy == "range" or self.claiming):
             return
         self.ledger_key = current
-        if current is not None and current.lstrip("-").isdigit() and (self.cursor is None or int(current) > self.cursor):
+        if current is not None and current.lstrip("-").isdigit() and \
+                (self.cursor is None or int(current) > self.cursor):
             self.cursor = int(current)
 
     def _next_batch(self, conn: Connection, width: int) -> Batch | None:

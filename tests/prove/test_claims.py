@@ -320,7 +320,8 @@ def test_batches_are_sized_by_time_with_other_runners_about(db_engine, monkeypat
             with db_engine.begin() as conn:
                 claims.record(conn, "copy_items", keys[-1] + 10, keys[-1] + 20, token)
         start_size = rng.choice((2, 3, 5))
-        report = run(db_engine, Registry([migration]), RunOptions(batch_size=start_size, batch_seconds=30.0)).migrations[0]
+        options = RunOptions(batch_size=start_size, batch_seconds=30.0)
+        report = run(db_engine, Registry([migration]), options).migrations[0]
     finally:
         other.close()
     assert migrated_counts(db_engine) == {k: 1 for k in keys}
@@ -337,7 +338,8 @@ def test_a_walk_whose_batches_hop_between_worker_threads_keeps_its_claims(db_eng
     monkeypatch.setattr(runner, "PEER_WAIT", 0.2)
     migrations, expected = [], {}
     for i in range(3):
-        table = sa.Table(f"flags{i}", sa.MetaData(), sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+        table = sa.Table(f"flags{i}", sa.MetaData(),
+                         sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
                          sa.Column("flag", sa.Integer, nullable=False))
         table.create(db_engine)
         rows = rng.randrange(200, 900)
@@ -384,7 +386,8 @@ def test_taking_over_a_claim_never_waits_for_the_batch_migrating_it(db_engine, m
     moving.begin()
     assert claims.take_over(moving, "copy_items", claims.Claim(low, high, old, True), new)
     reports: list = []
-    other = threading.Thread(target=lambda: reports.append(run(db_engine, Registry([migration]), RunOptions(batch_size=20))))
+    other = threading.Thread(
+        target=lambda: reports.append(run(db_engine, Registry([migration]), RunOptions(batch_size=20))))
     other.start()
     time.sleep(0.5)  # the runner meets the claim while the batch holds it
     ledger.record_batch(moving, "copy_items", 0, 0)  # the batch's last statement: the ledger row
@@ -399,4 +402,35 @@ def test_taking_over_a_claim_never_waits_for_the_batch_migrating_it(db_engine, m
     again = run(db_engine, Registry([migration]), RunOptions(batch_size=20)).migrations[0]
     assert again.state == ledger.COMPLETE and "its runner died mid-batch" in again.strategy_note, again
     assert migrated_counts(db_engine) == {k: 1 for k in keys}
+    assert claims_left(db_engine) == []
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_runners_killed_at_random_while_others_work_lose_nothing_and_double_nothing(
+        tmp_path, db_url, db_engine, seed):
+    """Three runners; again and again one of them, at random, is SIGKILLed at a random moment
+    (inside a claim, a batch, a takeover, at its end) and started again.  Every row ends migrated
+    exactly once (the migration reads its batch, then writes row by row: a row two batches both
+    read ends with n == 2), and no claim is left behind."""
+    rng = random.Random(seed * 7 + 1)
+    keys = fill(db_engine, rng)
+    project = write_data_project(tmp_path, "claims_app", APP_MODULE)
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    args = ("--batch-size", str(rng.choice((3, 10, 30))), "--workers", str(rng.choice((1, 2))))
+    running = [start(project, db_url, barrier, *args) for _ in range(3)]
+    for _ in range(rng.randrange(3, 7)):
+        time.sleep(rng.uniform(0.05, 0.6))
+        victim = rng.randrange(3)
+        running[victim].send_signal(signal.SIGKILL)
+        running[victim].wait(timeout=30)
+        running[victim] = start(project, db_url, barrier, *args)
+    for process in running:
+        out, err = process.communicate(timeout=300)
+        assert process.returncode in (0, 3), (seed, err, out)  # 3: a killed runner's rows were in flight
+        assert "Traceback" not in err, err
+    final = start(project, db_url, barrier, *args)
+    out, err = final.communicate(timeout=300)
+    assert final.returncode == 0, (seed, err, out)
+    assert migrated_counts(db_engine) == {k: 1 for k in keys}, f"seed {seed}: a row migrated twice or never"
     assert claims_left(db_engine) == []
