@@ -312,6 +312,17 @@ def data_migration(
     return wrap
 
 
+def key_bound(value: Any) -> Any:
+    """*value* to compare with a key column: an integer as a BIGINT parameter.  Range stepping,
+    claims and probe windows step past the last key, which may be the column type's limit
+    (2,147,483,647 for INTEGER): bound as the column's own type, PostgreSQL refused the
+    statement ("integer out of range"), so a table with keys near the limit could never be
+    migrated, nor its migration proved complete."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return sa.literal(value, sa.BigInteger())
+    return value
+
+
 @dataclass(frozen=True)
 class Batch:
     """The key range one batch works on: ``lower < key <= upper`` (no lower bound when None)."""
@@ -324,8 +335,8 @@ class Batch:
     @property
     def key_range(self) -> ColumnElement[bool]:
         key = self.migration.key_column
-        upper = key <= self.upper
-        return upper if self.lower is None else sa.and_(key > self.lower, upper)
+        upper = key <= key_bound(self.upper)
+        return upper if self.lower is None else sa.and_(key > key_bound(self.lower), upper)
 
     @property
     def where(self) -> ColumnElement[bool]:

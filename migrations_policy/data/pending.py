@@ -36,7 +36,7 @@ from sqlalchemy.engine import Connection
 
 from ..planner import planner_rows
 from . import ledger
-from .declare import DataMigration
+from .declare import DataMigration, key_bound
 
 
 class PendingMigration(NamedTuple):
@@ -153,19 +153,20 @@ def _in_windows(conn: Connection, migration: DataMigration, after: Any, through:
        sparse and non-integer keys).
     """
     key = migration.key_column
-    start = [] if after is None else [key > after]
-    bound = [] if through is None else [key <= through]
+    start = [] if after is None else [key > key_bound(after)]
+    bound = [] if through is None else [key <= key_bound(through)]
     first = conn.execute(sa.select(sa.func.min(key)).where(*start, *bound)).scalar()
     if first is None:
         return False, None  # no row in the range at all
     if isinstance(first, int) and not isinstance(first, bool):
-        edge = first + PROBE_WINDOW - 1
+        edge = key_bound(first + PROBE_WINDOW - 1)
         if _pending_where(conn, migration, *start, *bound, key <= edge):
             return True, None
         start = [key > edge]
     edge = conn.execute(sa.select(key).where(*start, *bound).order_by(key).offset(PROBE_WINDOW - 1).limit(1)).scalar()
     if edge is None:
         return _pending_where(conn, migration, *start, *bound), None
+    edge = key_bound(edge)
     return _pending_where(conn, migration, *start, key <= edge), [key > edge, *bound]
 
 

@@ -39,7 +39,7 @@ from ..errors import UsageError
 from ..project import _one_line
 from . import claims, ledger, locks
 from . import pending as probes
-from .declare import Batch, DataMigration, Registry
+from .declare import Batch, DataMigration, Registry, key_bound
 from .pending import count_pending, cursor_value, index_lookups, missing_columns, one_row_plans, remaining
 from .report import EXIT_USAGE, MigrationReport, RunReport
 
@@ -194,7 +194,7 @@ class _Walk:
         the cursor are walked once it reaches the end (``_walk_behind``)."""
         m = self.migration
         key = m.key_column
-        low = None if resume is None else self._first_pending(conn, key > resume)
+        low = None if resume is None else self._first_pending(conn, key > key_bound(resume))
         resumed = low is not None
         if low is None:
             low = self._first_pending(conn)  # nothing past the cursor: from the start
@@ -207,7 +207,7 @@ class _Walk:
             return low, high, None, resumed
         edge = min(high, low + probes.PROBE_WINDOW - 1)
         sample = conn.execute(sa.select(sa.func.count()).select_from(m.table).where(
-            key >= low, key <= edge, m.pending)).scalar()
+            key >= key_bound(low), key <= key_bound(edge), m.pending)).scalar()
         return low, high, sample / (edge - low + 1), resumed
 
     def _first_pending(self, conn: Connection, *where: Any) -> Any:
@@ -366,8 +366,8 @@ class _Walk:
             upper = chunk.low + width
             return Batch(m, chunk.low, min(upper, chunk.high), self.options), upper <= chunk.high
         key = m.key_column
-        after = () if chunk.low is None else (key > chunk.low,)
-        keys = sa.select(key.label("k")).where(*after, key <= chunk.high, m.pending) \
+        after = () if chunk.low is None else (key > key_bound(chunk.low),)
+        keys = sa.select(key.label("k")).where(*after, key <= key_bound(chunk.high), m.pending) \
             .order_by(key).limit(width).subquery()
         last, found = conn.execute(sa.select(sa.func.max(keys.c.k), sa.func.count())).one()
         return Batch(m, chunk.low, chunk.high if found < width else last, self.options), found >= width
@@ -409,7 +409,7 @@ class _Walk:
         m = self.migration
         try:
             with index_lookups(conn), one_row_plans(conn):
-                first = self._first_pending(conn, m.key_column <= self.resumed_from)
+                first = self._first_pending(conn, m.key_column <= key_bound(self.resumed_from))
         finally:
             if not conn.invalidated:
                 conn.rollback()
@@ -440,7 +440,7 @@ class _Walk:
     def _next_batch(self, conn: Connection, width: int) -> Batch | None:
         m = self.migration
         key = m.key_column
-        after = sa.true() if self.cursor is None else key > self.cursor
+        after = sa.true() if self.cursor is None else key > key_bound(self.cursor)
         if self.report.strategy == "range":
             if self.high is None or self.cursor >= self.high:  # rows inserted past the end since: walk on
                 self.high = conn.execute(sa.select(sa.func.max(key)).where(after, m.pending)).scalar()
@@ -495,9 +495,9 @@ class _Walk:
                         conn, self.migration, self.ledger_key, self.run.exact)
                     if self.migration.unmigratable is not None and walked is not None and report.remaining_after:
                         key = self.migration.key_column  # the rows this run walked
-                        since = () if self.first_key is None else (key >= self.first_key,)
+                        since = () if self.first_key is None else (key >= key_bound(self.first_key),)
                         stuck = count_pending(conn, self.migration, sa.and_(
-                            *since, key <= walked, self.migration.pending, self.migration.unmigratable))
+                            *since, key <= key_bound(walked), self.migration.pending, self.migration.unmigratable))
                         report.stuck += stuck
                     conn.rollback()
                 if report.state not in (ledger.ERROR, ledger.INAPPLICABLE, ledger.WAITING):

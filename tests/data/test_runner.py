@@ -599,3 +599,24 @@ def test_a_resumed_walk_counts_what_it_left_pending(db_engine, seed):
     m = run(db_engine, Registry([stuck]), RunOptions(batch_size=rng.randint(5, 30))).migrations[0]
     assert "resumed after id" in m.strategy_note
     assert (m.state, m.stuck, m.remaining_after) == ("stuck", len(bad), len(bad)), (seed, m.strategy_note)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_keys_up_to_the_integer_columns_limit(db_engine, seed):
+    """Range stepping, claims and probe windows step past the last key: bound as the column's
+    INTEGER type, a step past 2,147,483,647 was refused by PostgreSQL ("integer out of range"),
+    so such a table could never be migrated, nor its migration proved complete by the gate."""
+    import random
+
+    rng = random.Random(seed)
+    rows, step = rng.randrange(50, 400), rng.choice((1, 1, 7))
+    create_schema(db_engine, rows=rows, start=2**31 - 1 - (rows - 1) * step, step=step)
+    with db_engine.connect() as conn:
+        [before] = pending_migrations(conn, [copy()])
+    assert before.remaining > 0
+    m = by_name(run(db_engine, Registry([copy()]), RunOptions(batch_size=rng.choice((7, 64)))))["copy_items"]
+    assert (m.state, m.migrated, m.errors) == ("complete", rows, 0), m
+    with db_engine.connect() as conn:
+        [after] = pending_migrations(conn, [copy()])
+    assert after.remaining == 0
+    assert scalar(db_engine, sa.select(sa.func.count()).where(items.c.n == 1)) == rows
