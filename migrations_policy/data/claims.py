@@ -47,6 +47,10 @@ KEY_LIMIT = 2**62
 DIALECTS = ("postgresql", "mysql")
 
 
+class TokenInUse(RuntimeError):
+    """Another session holds the lock of this runner token."""
+
+
 class Claim(NamedTuple):
     low: int | None
     high: int
@@ -120,7 +124,20 @@ def hold(conn: Connection, token: int) -> None:
         got = conn.execute(sa.select(sa.func.get_lock(_mysql_lock(sa.cast(token, sa.BigInteger)), 0))).scalar()
     conn.commit()
     if got not in (True, 1):
-        raise RuntimeError(f"runner token {token} is already in use by another session")
+        raise TokenInUse(f"runner token {token} is already in use by another session")
+
+
+def hold_new(conn: Connection, tries: int = 3) -> int:
+    """A new token, held by *conn*'s session (another one while a token drawn is in use)."""
+    while True:
+        token = new_token()
+        try:
+            hold(conn, token)
+            return token
+        except TokenInUse:
+            tries -= 1
+            if tries == 0:
+                raise
 
 
 def let_go(conn: Connection, token: int) -> None:

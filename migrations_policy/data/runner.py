@@ -543,9 +543,8 @@ class _Connections:
             conn = locks.batch_connection(self.engine)
             token = None
             if self.claiming:
-                token = claims.new_token()
                 try:
-                    claims.hold(conn, token)
+                    token = claims.hold_new(conn)
                 except BaseException:
                     conn.close()
                     raise

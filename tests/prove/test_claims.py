@@ -437,3 +437,23 @@ def test_runners_killed_at_random_while_others_work_lose_nothing_and_double_noth
     assert final.returncode == 0, (seed, err, out)
     assert migrated_counts(db_engine) == {k: 1 for k in keys}, f"seed {seed}: a row migrated twice or never"
     assert claims_left(db_engine) == []
+
+
+def test_a_runner_token_already_held_is_drawn_again(db_engine, monkeypatch):
+    """Tokens are 32 random bits: when one drawn is held by another session, a runner draws again
+    instead of failing its migration (and gives up, with a clear error, only after three)."""
+    assert claims.unavailable(db_engine) is None
+    busy = db_engine.connect()
+    taken = claims.new_token()
+    claims.hold(busy, taken)
+    draws = iter([taken, taken, claims.new_token()])
+    monkeypatch.setattr(claims, "new_token", lambda: next(draws))
+    with db_engine.connect() as conn:
+        token = claims.hold_new(conn)
+        assert token != taken
+        claims.let_go(conn, token)
+        monkeypatch.setattr(claims, "new_token", lambda: taken)
+        with pytest.raises(claims.TokenInUse, match="already in use"):
+            claims.hold_new(conn)
+    busy.invalidate()
+    busy.close()
