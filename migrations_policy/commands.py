@@ -136,7 +136,8 @@ class StatusResult(Result):
         state = self.state
         data = {name: status.to_dict() for name, status in state.branches.items()}
         data["data_migrations"] = [{"name": m.name, "remaining": m.remaining, "estimated": m.estimated,
-                                    "state": m.state} for m in state.data_migrations]
+                                    "state": m.state, "runners": state.runners.get(m.name, 0)}
+                                   for m in state.data_migrations]
         data["contract_allowed"] = state.contract_allowed
         data["partly_applied"] = [p.to_dict() for p in state.partly_applied]
         data["sync_triggers_left"] = state.sync_triggers_left
@@ -158,7 +159,9 @@ class StatusResult(Result):
             remaining = ("n/a (table or columns absent)" if m.remaining is None else
                          f"~{m.remaining:,} remaining (estimate; --exact counts)" if m.estimated else
                          f"{m.remaining:,} remaining")
-            lines.append(f"  {m.name}: {remaining}, {m.state}")
+            runners = state.runners.get(m.name, 0)
+            at_work = f", {runners} runner{'' if runners == 1 else 's'} at work" if runners else ""
+            lines.append(f"  {m.name}: {remaining}, {m.state}{at_work}")
         if state.verdict.defects:
             lines.append("cannot be applied as they stand (fix the scripts):")
             lines.extend(f"  {defect}" for defect in state.verdict.defects)

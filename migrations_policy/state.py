@@ -36,6 +36,8 @@ class UpgradeState:
     partly_applied: list[journal.PartlyApplied] = field(default_factory=list)  # interrupted revisions
     #: Sync triggers no pending revision removes, or whose columns are gone (one line each).
     sync_triggers_left: list[str] = field(default_factory=list)
+    #: {data migration: live runner sessions holding claims on it} (``status`` only).
+    runners: dict[str, int] = field(default_factory=dict)
 
     @property
     def data_pending(self) -> list[Any]:
@@ -80,6 +82,7 @@ def assess(project: Project, connection: Connection, exact: bool = False, decisi
     *decisive* (``check``): read only what decides ``check_code``: no data migration while
     expand is pending, and the data migrations only up to the first with rows remaining
     (the gate then stops there too: the others are ``not checked``)."""
+    from .data.claims import runners_at_work
     from .data.command import project_registry
     from .data.pending import pending_migrations
 
@@ -90,6 +93,8 @@ def assess(project: Project, connection: Connection, exact: bool = False, decisi
     expand_pending = bool(state.branches[EXPAND].pending)
     if not (decisive and expand_pending):
         state.data_migrations = pending_migrations(connection, registry, exact=exact, stop_at_pending=decisive)
+    if not decisive:
+        state.runners = runners_at_work(connection)
     state.partly_applied = journal.partly_applied(connection, script)
     pending = [script.get_revision(r) for name in (EXPAND, CONTRACT) for r in state.branches[name].pending]
     state.verdict = gate.evaluate(connection, script, pending, heads, registry, known=state.data_migrations,

@@ -165,6 +165,25 @@ def others(conn: Connection, name: str, token: int) -> list[Claim]:
     return [Claim(row.low_key, row.high_key, row.holder, bool(row.free)) for row in rows]
 
 
+def runners_at_work(conn: Connection) -> dict[str, int]:
+    """{migration: how many live runner sessions hold claims on it} (``dbsync status``); empty
+    where there are no claims (SQLite, or no run has created the table)."""
+    if conn.dialect.name not in DIALECTS or not sa.inspect(conn).has_table(CLAIMS_TABLE):
+        return {}
+    c = claims_table.c
+    holders = conn.execute(sa.select(c.migration, c.holder).distinct()).all()
+    if not holders:
+        return {}
+    alive = (sa.func.pg_try_advisory_xact_lock(sa.bindparam("holder", type_=sa.BigInteger))
+             if conn.dialect.name == "postgresql" else
+             sa.func.is_free_lock(_mysql_lock(sa.bindparam("holder", type_=sa.BigInteger))) == 1)
+    found: dict[str, int] = {}
+    for migration, holder in holders:
+        if not conn.execute(sa.select(alive), {"holder": holder}).scalar():  # the lock is held: alive
+            found[migration] = found.get(migration, 0) + 1
+    return found
+
+
 def first_overlap(claims: Iterable[Claim], low: int | None, high: int) -> Claim | None:
     """The claim with the smallest keys among those sharing a key with ``low < key <= high``."""
     hits = [c for c in claims if (c.low is None or c.low < high) and (low is None or c.high > low)]

@@ -76,6 +76,34 @@ def test_status_json_shape_and_values(expanded, status_json, backend):
         assert data["contract_allowed"] is True
 
 
+def test_status_counts_the_runners_at_work_on_each_migration(expanded, status_json, backend, capsys):
+    """Runners holding claims (alive: their session holds their token's lock) show in ``status``;
+    a dead runner's claim does not count.  SQLite: runners take turns, never shown."""
+    from migrations_policy.data import claims
+
+    assert {m["runners"] for m in status_json()["data_migrations"]} == {0}
+    if backend == "sqlite":
+        assert claims.unavailable(expanded.engine) is not None
+        return
+    assert claims.unavailable(expanded.engine) is None
+    sessions = [expanded.engine.connect() for _ in range(3)]
+    for i, session in enumerate(sessions):
+        token = claims.hold_new(session)
+        with expanded.engine.begin() as conn:
+            claims.record(conn, "nodes_extra_to_meta" if i < 2 else "port_node_orphans", i * 10, i * 10 + 5, token)
+    sessions[2].invalidate()  # the orphans runner died
+    sessions[2].close()
+    runners = {m["name"]: m["runners"] for m in status_json()["data_migrations"] if m["runners"]}
+    assert runners == {"nodes_extra_to_meta": 2}
+    capsys.readouterr()
+    assert cli.dbsync_main(["-c", str(expanded.ini), "--url", expanded.url_text, "status"]) == 0
+    assert "nodes_extra_to_meta: ~" in capsys.readouterr().out.split("2 runners at work")[0]
+    for session in sessions[:2]:
+        session.invalidate()
+        session.close()
+    assert {m["runners"] for m in status_json()["data_migrations"]} == {0}
+
+
 # -- lock timeouts -----------------------------------------------------------------
 def _hold_lock_on_nodes(engine, seconds: float) -> threading.Thread:
     """A long transaction that read ``nodes`` and keeps its lock for *seconds*."""
