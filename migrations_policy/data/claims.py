@@ -65,20 +65,15 @@ def unavailable(engine: Engine) -> str | None:
     siblings); another runner creating it at the same moment is not an error."""
     if engine.dialect.name not in DIALECTS:
         return f"{engine.dialect.name}: one writer at a time"
-    def exists(conn: Connection) -> bool:
-        found = sa.inspect(conn).has_table(CLAIMS_TABLE)
-        conn.rollback()
-        return found
-
     with engine.connect() as conn:
         try:
-            if not exists(conn):
+            if not _exists(conn):
                 try:
                     with conn.begin():
                         claims_table.create(conn, checkfirst=True)
                 except sa.exc.DBAPIError:
                     conn.rollback()
-                    if not exists(conn):
+                    if not _exists(conn):
                         raise
         except sa.exc.DBAPIError as exc:
             return f"cannot create {CLAIMS_TABLE}: {mask_text(_one_line(exc))}"
@@ -89,6 +84,12 @@ def unavailable(engine: Engine) -> str | None:
         finally:
             conn.rollback()
     return None
+
+
+def _exists(conn: Connection) -> bool:
+    found = sa.inspect(conn).has_table(CLAIMS_TABLE)
+    conn.rollback()
+    return found
 
 
 def _probe(conn: Connection) -> None:
