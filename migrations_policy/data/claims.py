@@ -77,13 +77,46 @@ def unavailable(engine: Engine) -> str | None:
                         raise
         except sa.exc.DBAPIError as exc:
             return f"cannot create {CLAIMS_TABLE}: {mask_text(_one_line(exc))}"
+        for attempt in range(3):  # a deadlock or a lock wait with another runner's probe: again
+            try:
+                _probe(conn)
+                break
+            except sa.exc.DBAPIError as exc:
+                conn.rollback()
+                if attempt == 2 or not _transient(exc):
+                    return f"cannot use {CLAIMS_TABLE}: {mask_text(_one_line(exc))}"
+            finally:
+                conn.rollback()
+    return None
+
+
+def _transient(exc: sa.exc.DBAPIError) -> bool:
+    """A deadlock or lock wait timeout (MariaDB 1213 / 1205, PostgreSQL 40P01 / 55P03)."""
+    code = getattr(exc.orig, "sqlstate", None) or (exc.orig.args[0] if getattr(exc.orig, "args", None) else None)
+    return code in (1213, 1205, "40P01", "55P03", "40001")
+
+
+def readable(engine: Engine) -> bool | None:
+    """Whether a runner that cannot claim can still read other runners' claims, to keep out of
+    them (None: there is no claims table, so nobody claims)."""
+    if engine.dialect.name not in DIALECTS:
+        return None
+    with engine.connect() as conn:
         try:
-            _probe(conn)
-        except sa.exc.DBAPIError as exc:
-            return f"cannot use {CLAIMS_TABLE}: {mask_text(_one_line(exc))}"
+            if not _exists(conn):
+                return None
+        except sa.exc.DBAPIError:
+            # MariaDB hides a table its user has no privilege on ("SELECT command denied"): it
+            # cannot tell whether the table exists.  Run every runner as one user (docs).
+            conn.rollback()
+            return None
+        try:
+            others(conn, "", 0)
+            return True
+        except sa.exc.DBAPIError:
+            return False
         finally:
             conn.rollback()
-    return None
 
 
 def _exists(conn: Connection) -> bool:
@@ -97,11 +130,12 @@ def _probe(conn: Connection) -> None:
     (an empty name), rolled back: a user who may not write the table is found before any work."""
     conn.begin()
     token = new_token()
-    record(conn, "", None, 0, token)
-    take_over(conn, "", Claim(None, 0, token, True), token)
+    key = -token  # a row of this probe's own: concurrent probes never wait for each other
+    record(conn, "", None, key, token)
+    take_over(conn, "", Claim(None, key, token, True), token)
     others(conn, "", token)
-    advance(conn, "", 0, token, -1)
-    advance(conn, "", 0, token, 0)
+    advance(conn, "", key, token, key - 1)
+    advance(conn, "", key, token, key)
 
 
 def usable_key(*keys: Any) -> bool:

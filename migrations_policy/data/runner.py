@@ -129,6 +129,7 @@ class _Walk:
         self.ledger_key: str | None = None  # the ledger's last_key as this runner last saw or wrote it
         self.integer_keys = False  # the pending keys fit a claim's bounds (claims.usable_key)
         self.claiming = False  # batches on claimed key ranges, beside other runners (claims.py)
+        self.keep_out = False  # taking turns, but keeping out of other runners' live claims
         self.waiting_since: float | None = None  # when the walk began waiting for other runners' claims
         self.chunk: Chunk | None = None  # the part of this runner's claim still to walk
         self.claim_batches = 1  # batches the next claim covers
@@ -252,7 +253,11 @@ class _Walk:
                 with locks.batch_transaction(conn, self.migration.name, self._ledger_read) as current:
                     started = time.perf_counter()
                     self._follow_other_runner(current)
-                    batch = self._next_batch(conn, width)
+                    if self.keep_out:  # taking turns beside runners that claim: not in their keys
+                        live = [c for c in claims.others(conn, self.migration.name, 0) if not c.free]
+                        batch = self._outside(conn, live, width, width)
+                    else:
+                        batch = self._next_batch(conn, width)
                     if batch is not None:
                         processed, migrated, stuck = self._run_batch(conn, batch)
                 if batch is None:  # nothing left to walk (after its lock and transaction)
@@ -337,25 +342,31 @@ class _Walk:
             wanted = width * self.claim_batches
             alone = not self.peers and self.run.max_count is None
             self.claim_batches = min(2 * self.claim_batches, CLAIM_BATCHES) if alone else 1
-            while True:
-                batch = self._next_batch(conn, wanted)
-                if batch is None:
-                    return False
-                if self.report.strategy == "range" and wanted > width:  # not past the last pending key
-                    batch = Batch(self.migration, batch.lower, min(batch.upper, max(self.high, batch.lower + width)),
-                                  self.options)
-                hit = claims.first_overlap(held, batch.lower, batch.upper)
-                if hit is None:
-                    break
-                if hit.low is not None and (batch.lower is None or hit.low > batch.lower):
-                    batch = Batch(self.migration, batch.lower, hit.low, self.options)
-                    break
-                self.cursor = hit.high  # past the other runner's keys
+            batch = self._outside(conn, held, width, wanted)
+            if batch is None:
+                return False
             claims.record(conn, name, batch.lower, batch.upper, token)
             ledger.record_claim(conn, name, batch.upper)
             self.ledger_key = ledger.as_key_text(batch.upper)
             self.chunk = Chunk(batch.lower, batch.upper, own=True, holder=token)
             return True
+
+    def _outside(self, conn: Connection, held: list[claims.Claim], width: int, wanted: int) -> Batch | None:
+        """The walk's next batch of about *wanted* keys, kept out of the claims *held*: it stops
+        short of the first one it would overlap, or starts past it (None: nothing left)."""
+        while True:
+            batch = self._next_batch(conn, wanted)
+            if batch is None:
+                return None
+            if self.report.strategy == "range" and wanted > width:  # not past the last pending key
+                batch = Batch(self.migration, batch.lower, min(batch.upper, max(self.high, batch.lower + width)),
+                              self.options)
+            hit = claims.first_overlap(held, batch.lower, batch.upper)
+            if hit is None:
+                return batch
+            if hit.low is not None and (batch.lower is None or hit.low > batch.lower):
+                return Batch(self.migration, batch.lower, hit.low, self.options)
+            self.cursor = hit.high  # past the other runner's keys
 
     def _batch_in(self, chunk: Chunk, conn: Connection, width: int) -> tuple[Batch, bool]:
         """The next batch of the claimed *chunk*: *width* keys (range stepping) or pending keys
@@ -754,12 +765,17 @@ def _run_phases(engine: Engine, walks: list[_Walk], run_options: RunOptions, bud
                     walk.report.strategy_note = "runs once every other data migration is complete"
                 walk.finish(engine)
             return
+        readable = claims.readable(engine) if no_claims else None
         for walk in phase:
             _prepare(walk, engine)
             walk.claiming = no_claims is None and walk.integer_keys
             if no_claims and walk.integer_keys and engine.dialect.name in claims.DIALECTS:
                 walk.report.strategy_note = "; ".join(filter(None, (
                     walk.report.strategy_note, f"runners take turns: {no_claims}")))
+                walk.keep_out = readable is True
+                if readable is False and not walk.finished:  # other runners may claim: fail closed
+                    walk.fail(RuntimeError(f"cannot read {claims.CLAIMS_TABLE}, so other runners' claimed keys "
+                                           "cannot be kept out of: grant SELECT on it"))
         connections = _Connections(engine, claiming=any(w.claiming for w in phase))
         try:
             _drive(connections, phase, run_options, budget, on_batch, stop)

@@ -279,11 +279,13 @@ def limited_user(db_url: sa.URL, db_engine: sa.Engine, backend: str, on_claims: 
 
 
 @pytest.mark.parametrize("access", ["absent", "read-only", "granted"])
-def test_a_user_who_may_not_use_the_claims_table_takes_turns_and_says_why(db_url, db_engine, backend, access):
+def test_a_user_who_may_not_use_the_claims_table_takes_turns_and_says_why(db_url, db_engine, backend, access,
+                                                                        monkeypatch):
     """PostgreSQL 15 no longer lets every user create tables in ``public``: a runner whose user
     may not create the claims table (absent), or may only read it (an administrator's run created
-    it: read-only), finds out before any work, migrates everything taking turns, and says why.
-    Granted what the operator guide says, the same user claims."""
+    it: read-only), finds out before any work, migrates everything taking turns, and says why;
+    one that can read the claims keeps out of those live runners hold.  Granted what the
+    operator guide says, the same user claims."""
     keys = fill(db_engine, random.Random(f"{backend}{access}"))
     if access != "absent":
         assert claims.unavailable(db_engine) is None  # created by a user who may
@@ -292,16 +294,32 @@ def test_a_user_who_may_not_use_the_claims_table_takes_turns_and_says_why(db_url
         why = {"absent": "cannot create", "read-only": "cannot use", "granted": None}[access]
         unavailable = claims.unavailable(limited)
         assert unavailable is None if why is None else unavailable.startswith(f"{why} {claims_table.name}: ")
-        report = run(limited, Registry([DataMigration(
-            "copy_items", table=items, key="id", pending=items.c.dst.is_(None),
-            values={"dst": items.c.src, "n": items.c.n + 1})]), RunOptions(batch_size=50)).migrations[0]
-        assert report.state == ledger.COMPLETE and report.errors == 0, report
+        migration = DataMigration("copy_items", table=items, key="id", pending=items.c.dst.is_(None),
+                                  values={"dst": items.c.src, "n": items.c.n + 1})
+        claimed: set[int] = set()
+        other = db_engine.connect()  # read-only: a runner that may claim is at work meanwhile
+        if access == "read-only":
+            monkeypatch.setattr(runner, "PEER_WAIT", 0.2)
+            token = claims.hold_new(other)
+            low, high = keys[len(keys) // 4], keys[len(keys) // 2]
+            with db_engine.begin() as conn:
+                claims.record(conn, "copy_items", low, high, token)
+            claimed = {k for k in keys if low < k <= high}
+        report = run(limited, Registry([migration]), RunOptions(batch_size=50)).migrations[0]
+        other.invalidate()  # that runner dies: its claim's keys are anyone's again
+        other.close()
+        assert report.errors == 0, report
+        assert report.state == (ledger.CAUGHT_UP if claimed else ledger.COMPLETE), report
+        assert migrated_counts(db_engine) == {k: int(k not in claimed) for k in keys}  # kept out of the claim
         assert ("runners take turns" in report.strategy_note) == (why is not None), report.strategy_note
         if why:
             assert f"runners take turns: {why}" in report.strategy_note
         assert "limited-pw" not in report.strategy_note
+        if claimed:
+            again = run(limited, Registry([migration]), RunOptions(batch_size=50)).migrations[0]
+            assert again.state == ledger.COMPLETE, again
     assert migrated_counts(db_engine) == {k: 1 for k in keys}
-    assert access == "absent" or claims_left(db_engine) == []
+    assert access != "granted" or claims_left(db_engine) == []  # a dead claim waits for a runner that claims
 
 
 @pytest.mark.parametrize("seed", SEEDS)
