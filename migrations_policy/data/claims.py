@@ -82,7 +82,6 @@ def unavailable(engine: Engine) -> str | None:
                 _probe(conn)
                 break
             except sa.exc.DBAPIError as exc:
-                conn.rollback()
                 if attempt == 2 or not _transient(exc):
                     return f"cannot use {CLAIMS_TABLE}: {mask_text(_one_line(exc))}"
             finally:
@@ -191,13 +190,18 @@ def others(conn: Connection, name: str, token: int) -> list[Claim]:
     each saying whether its holder is gone (PostgreSQL tries the holder's lock for the rest
     of this transaction; MariaDB/MySQL asks ``IS_FREE_LOCK``)."""
     c = claims_table.c
-    if conn.dialect.name == "postgresql":
-        free = sa.func.pg_try_advisory_xact_lock(c.holder)
-    else:
-        free = sa.func.is_free_lock(_mysql_lock(c.holder)) == 1
-    rows = conn.execute(sa.select(c.low_key, c.high_key, c.holder, free.label("free"))
+    rows = conn.execute(sa.select(c.low_key, c.high_key, c.holder, _free(conn, c.holder).label("free"))
                         .where(c.migration == name, c.holder != token).order_by(c.high_key)).all()
     return [Claim(row.low_key, row.high_key, row.holder, bool(row.free)) for row in rows]
+
+
+def _free(conn: Connection, holder: Any) -> sa.ColumnElement:
+    """True where *holder*'s session is gone: PostgreSQL takes the holder's lock for the rest of
+    this transaction (re-entrant: a holder seen twice is free twice); MariaDB/MySQL asks
+    ``IS_FREE_LOCK``."""
+    if conn.dialect.name == "postgresql":
+        return sa.func.pg_try_advisory_xact_lock(holder)
+    return sa.func.is_free_lock(_mysql_lock(holder)) == 1
 
 
 def runners_at_work(conn: Connection) -> dict[str, int]:
@@ -206,15 +210,10 @@ def runners_at_work(conn: Connection) -> dict[str, int]:
     if conn.dialect.name not in DIALECTS or not sa.inspect(conn).has_table(CLAIMS_TABLE):
         return {}
     c = claims_table.c
-    holders = conn.execute(sa.select(c.migration, c.holder).distinct()).all()
-    if not holders:
-        return {}
-    alive = (sa.func.pg_try_advisory_xact_lock(sa.bindparam("holder", type_=sa.BigInteger))
-             if conn.dialect.name == "postgresql" else
-             sa.func.is_free_lock(_mysql_lock(sa.bindparam("holder", type_=sa.BigInteger))) == 1)
+    holders = conn.execute(sa.select(c.migration, c.holder, _free(conn, c.holder).label("free")).distinct()).all()
     found: dict[str, int] = {}
-    for migration, holder in holders:
-        if not conn.execute(sa.select(alive), {"holder": holder}).scalar():  # the lock is held: alive
+    for migration, _holder, free in holders:
+        if not free:
             found[migration] = found.get(migration, 0) + 1
     return found
 

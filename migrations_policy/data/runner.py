@@ -134,7 +134,11 @@ class _Walk:
         self.chunk: Chunk | None = None  # the part of this runner's claim still to walk
         self.claim_batches = 1  # batches the next claim covers
         self.peers = False  # other runners held live claims at the last claim
-        self._ledger_read: sa.Select | None = None  # this migration's last_key, read under the lock
+        self._ledger_read = ledger.last_key_query(migration.name)  # its last_key, read under the lock
+
+    def note(self, text: str) -> None:
+        """Add *text* to the report's strategy note."""
+        self.report.strategy_note = "; ".join(filter(None, (self.report.strategy_note, text)))
 
     def fail(self, exc: BaseException) -> None:
         self.report.errors += 1
@@ -180,7 +184,7 @@ class _Walk:
                    f"({density:.1%} of {m.key} {low}..{min(high, low + probes.PROBE_WINDOW - 1)})")
         else:
             why = f"keyset pagination: key {m.table_name}.{m.key} is not an integer"
-        report.strategy_note = f"{report.strategy_note}; {why}" if report.strategy_note else why
+        self.note(why)
         report.strategy = "keyset"
         self.cursor = resume if resumed else None
 
@@ -248,8 +252,6 @@ class _Walk:
                 self.chunk = None if batch.upper >= chunk.high else chunk._replace(low=batch.upper)
                 own = chunk.own
             else:
-                if self._ledger_read is None:
-                    self._ledger_read = ledger.last_key_query(self.migration.name)
                 with locks.batch_transaction(conn, self.migration.name, self._ledger_read) as current:
                     started = time.perf_counter()
                     self._follow_other_runner(current)
@@ -326,8 +328,6 @@ class _Walk:
         a time (1, 2, 4 ... ``CLAIM_BATCHES``), so that claiming costs one short transaction per
         several batches; with other runners about, or a ``--max-count``, one batch at a time."""
         name = self.migration.name
-        if self._ledger_read is None:
-            self._ledger_read = ledger.last_key_query(name)
         with locks.batch_transaction(conn, name, self._ledger_read) as current:
             self._follow_other_runner(current)
             held = claims.others(conn, name, token)
@@ -387,7 +387,7 @@ class _Walk:
         """A dead runner's claim is this walk's: ``finish`` counts its stuck rows with this walk's."""
         low = "" if chunk.low is None else f"{chunk.low} < "
         note = f"walked again {low}{self.migration.key} <= {chunk.high}: its runner died mid-batch"
-        self.report.strategy_note = "; ".join(filter(None, (self.report.strategy_note, note)))
+        self.note(note)
         if self.first_key is not None:
             self.first_key = None if chunk.low is None else min(self.first_key, chunk.low + 1)
         self.walked_to = chunk.high if self.walked_to is None else max(self.walked_to, chunk.high)
@@ -402,8 +402,7 @@ class _Walk:
             if now - self.waiting_since < PEER_WAIT:
                 time.sleep(PEER_POLL)
                 return
-            self.report.strategy_note = "; ".join(filter(None, (
-                self.report.strategy_note, f"other runners were still migrating claimed keys after {PEER_WAIT:g} s")))
+            self.note(f"other runners were still migrating claimed keys after {PEER_WAIT:g} s")
         self.waiting_since = None
         if not self._walk_behind(conn):
             self.finished = self.walked_to_end = True
@@ -427,7 +426,7 @@ class _Walk:
         if first is None:
             return False
         self.first_key = first
-        self.report.strategy_note += f"; then walked from {m.key} {first}: rows behind it were pending"
+        self.note(f"then walked from {m.key} {first}: rows behind it were pending")
         if self.report.strategy == "range":
             self.cursor, self.high = first - 1, self.resumed_from
         else:
@@ -770,8 +769,7 @@ def _run_phases(engine: Engine, walks: list[_Walk], run_options: RunOptions, bud
             _prepare(walk, engine)
             walk.claiming = no_claims is None and walk.integer_keys
             if no_claims and walk.integer_keys and engine.dialect.name in claims.DIALECTS:
-                walk.report.strategy_note = "; ".join(filter(None, (
-                    walk.report.strategy_note, f"runners take turns: {no_claims}")))
+                walk.note(f"runners take turns: {no_claims}")
                 walk.keep_out = readable is True
                 if readable is False and not walk.finished:  # other runners may claim: fail closed
                     walk.fail(RuntimeError(f"cannot read {claims.CLAIMS_TABLE}, so other runners' claimed keys "

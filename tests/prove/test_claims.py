@@ -32,19 +32,13 @@ from migrations_policy.data import DataMigration, Registry, RunOptions, data_mig
 from migrations_policy.data import claims, runner
 from migrations_policy.framework_tables import claims_table
 
-from ..data.support import dbsync_argv
+from ..data.support import dbsync_argv, items
+from ..data.support import metadata as items_metadata
 from ..helpers import write_data_project
 
 SEEDS = range(int(os.environ.get("MP_CLAIM_SEEDS", "3")))
 
 metadata = sa.MetaData()
-items = sa.Table(
-    "items", metadata,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
-    sa.Column("src", sa.String(40)),
-    sa.Column("dst", sa.String(40)),
-    sa.Column("n", sa.Integer, nullable=False, server_default="0"),
-)
 batch_log = sa.Table(
     "batch_log", metadata,
     sa.Column("id", sa.Integer, primary_key=True),
@@ -110,6 +104,7 @@ def _servers_only(backend):
 
 
 def fill(engine: sa.Engine, rng: random.Random) -> list[int]:
+    items_metadata.create_all(engine)
     metadata.create_all(engine)
     ledger.metadata.create_all(engine)
     rows, step = rng.randrange(150, 600), rng.choice((1, 1, 2, 9, 40))  # 9, 40: sparse keys, keyset
@@ -120,6 +115,20 @@ def fill(engine: sa.Engine, rng: random.Random) -> list[int]:
     with engine.begin() as conn:
         conn.execute(sa.insert(items), [{"id": k, "src": f"v{k}"} for k in keys])
     return keys
+
+
+def copy_items() -> DataMigration:
+    """The set-based migration of ``items``: ``dst = src``, ``n + 1``."""
+    return DataMigration("copy_items", table=items, key="id", pending=items.c.dst.is_(None),
+                         values={"dst": items.c.src, "n": items.c.n + 1})
+
+
+@pytest.fixture
+def claims_project(tmp_path) -> tuple[Path, Path]:
+    """The project of ``APP_MODULE`` and its barrier directory."""
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    return write_data_project(tmp_path, "claims_app", APP_MODULE), barrier
 
 
 def migrated_counts(engine: sa.Engine) -> dict[int, int]:
@@ -140,12 +149,10 @@ def start(project: Path, url: sa.URL, barrier: Path, *args: str, **env: str) -> 
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_runners_work_side_by_side_and_never_on_the_same_keys_at_once(tmp_path, db_url, db_engine, seed):
+def test_runners_work_side_by_side_and_never_on_the_same_keys_at_once(claims_project, db_url, db_engine, seed):
     rng = random.Random(seed * 7919 + 11)
     keys = fill(db_engine, rng)
-    project = write_data_project(tmp_path, "claims_app", APP_MODULE)
-    barrier = tmp_path / "barrier"
-    barrier.mkdir()
+    project, barrier = claims_project
     count = rng.choice((2, 3, 4))
     # every runner's first batch must find keys of its own: at least twice what the others' first take
     size = rng.choice([b for b in (5, 20, 60) if 2 * b * count <= len(keys)])
@@ -175,17 +182,14 @@ def test_a_live_runners_claims_are_never_entered_and_a_dead_ones_are_walked_agai
     bounds = sorted(rng.sample(range(keys[0] - 3, keys[-1] + 3), 2 * rng.randrange(1, 5)))
     held = [(None if i == 0 and rng.random() < 0.3 else bounds[2 * i], bounds[2 * i + 1])
             for i in range(len(bounds) // 2)]
-    t = sa.table("items", sa.column("id", sa.Integer), sa.column("src"), sa.column("dst"), sa.column("n"))
-    pending = sa.and_(t.c.dst.is_(None), t.c.src.is_not(None))
     if rng.random() < 0.5:
-        migration = DataMigration("copy_items", table=t, key="id", pending=pending,
-                                  values={"dst": t.c.src, "n": t.c.n + 1})
+        migration = copy_items()
     else:
-        @data_migration("copy_items", table=t, key="id", pending=pending)
+        @data_migration("copy_items", table=items, key="id", pending=items.c.dst.is_(None))
         def migration(connection, batch):
-            rows = connection.execute(sa.select(t.c.id, t.c.src, t.c.n).where(batch.where)).all()
+            rows = connection.execute(sa.select(items.c.id, items.c.src, items.c.n).where(batch.where)).all()
             for key, src, n in rows:
-                connection.execute(sa.update(t).where(t.c.id == key).values(dst=src, n=n + 1))
+                connection.execute(sa.update(items).where(items.c.id == key).values(dst=src, n=n + 1))
             return len(rows)
     options = RunOptions(batch_size=rng.choice((3, 17, 64, 500)), batch_seconds=rng.choice((None, 0.01)))
     assert claims.unavailable(db_engine) is None
@@ -215,12 +219,11 @@ def test_a_live_runners_claims_are_never_entered_and_a_dead_ones_are_walked_agai
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_a_runner_killed_in_its_batch_is_taken_over_by_its_peer_in_the_same_run(tmp_path, db_url, db_engine, seed):
+def test_a_runner_killed_in_its_batch_is_taken_over_by_its_peer_in_the_same_run(claims_project, db_url, db_engine,
+                                                                                  seed):
     rng = random.Random(seed * 31337 + 5)
     keys = fill(db_engine, rng)
-    project = write_data_project(tmp_path, "claims_app", APP_MODULE)
-    barrier = tmp_path / "barrier"
-    barrier.mkdir()
+    project, barrier = claims_project
     poison = rng.choice(keys)
     args = ("--batch-size", str(rng.choice((10, 40))))
     victim = start(project, db_url, barrier, *args, CLAIMS_POISON=str(poison))
@@ -294,8 +297,7 @@ def test_a_user_who_may_not_use_the_claims_table_takes_turns_and_says_why(db_url
         why = {"absent": "cannot create", "read-only": "cannot use", "granted": None}[access]
         unavailable = claims.unavailable(limited)
         assert unavailable is None if why is None else unavailable.startswith(f"{why} {claims_table.name}: ")
-        migration = DataMigration("copy_items", table=items, key="id", pending=items.c.dst.is_(None),
-                                  values={"dst": items.c.src, "n": items.c.n + 1})
+        migration = copy_items()
         claimed: set[int] = set()
         other = db_engine.connect()  # read-only: a runner that may claim is at work meanwhile
         if access == "read-only":
@@ -328,9 +330,7 @@ def test_batches_are_sized_by_time_with_other_runners_about(db_engine, monkeypat
     ``--batch-seconds`` (and a runner alone, claiming many at a time, likewise)."""
     rng = random.Random(seed)
     keys = fill(db_engine, rng)
-    t = sa.table("items", sa.column("id", sa.Integer), sa.column("src"), sa.column("dst"), sa.column("n"))
-    migration = DataMigration("copy_items", table=t, key="id", pending=t.c.dst.is_(None),
-                              values={"dst": t.c.src, "n": t.c.n + 1})
+    migration = copy_items()
     assert claims.unavailable(db_engine) is None
     monkeypatch.setattr(runner, "PEER_WAIT", 0.2)
     other = db_engine.connect()
@@ -387,8 +387,7 @@ def test_taking_over_a_claim_never_waits_for_the_batch_migrating_it(db_engine, m
     not wait for that row under the migration's lock: on PostgreSQL its lock read holds the ledger
     row, so both would wait for each other (a deadlock: one of them failed)."""
     keys = fill(db_engine, random.Random(7))
-    migration = DataMigration("copy_items", table=items, key="id", pending=items.c.dst.is_(None),
-                              values={"dst": items.c.src, "n": items.c.n + 1})
+    migration = copy_items()
     assert claims.unavailable(db_engine) is None
     with db_engine.begin() as conn:
         ledger._insert_missing(conn, "copy_items")
@@ -428,16 +427,14 @@ def test_taking_over_a_claim_never_waits_for_the_batch_migrating_it(db_engine, m
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_runners_killed_at_random_while_others_work_lose_nothing_and_double_nothing(
-        tmp_path, db_url, db_engine, seed):
+        claims_project, db_url, db_engine, seed):
     """Three runners; again and again one of them, at random, is SIGKILLed at a random moment
     (inside a claim, a batch, a takeover, at its end) and started again.  Every row ends migrated
     exactly once (the migration reads its batch, then writes row by row: a row two batches both
     read ends with n == 2), and no claim is left behind."""
     rng = random.Random(seed * 7 + 1)
     keys = fill(db_engine, rng)
-    project = write_data_project(tmp_path, "claims_app", APP_MODULE)
-    barrier = tmp_path / "barrier"
-    barrier.mkdir()
+    project, barrier = claims_project
     args = ("--batch-size", str(rng.choice((3, 10, 30))), "--workers", str(rng.choice((1, 2))))
     running = [start(project, db_url, barrier, *args) for _ in range(3)]
     for _ in range(rng.randrange(3, 7)):
