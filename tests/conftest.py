@@ -13,6 +13,7 @@ fixture runs once per backend; ``backend`` names it.
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 import sqlalchemy as sa
@@ -20,6 +21,10 @@ import sqlalchemy as sa
 from migrations_policy.testing import servers
 
 ALL_BACKENDS = ("sqlite", "postgresql", "mysql")
+# A suite started in the background (``nohup``, ``&`` in a script) inherits SIGINT ignored, and so
+# would every process it starts: the tests that press Ctrl-C on dbsync and lint need it delivered.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
