@@ -29,8 +29,9 @@ forbids a trigger from updating its own table).  SQLite cannot assign ``NEW``:
 tables), and each acts only while the pair is out of step (new IS DISTINCT FROM
 ``up``(old)), so the update one trigger makes does not bounce back through the
 other even when ``up`` is lossy.  Changes are compared exactly: byte for byte
-on MariaDB (``CAST AS BINARY``) and ``COLLATE BINARY`` on SQLite, so a change of
-case is a change.
+on MariaDB (``CAST AS BINARY``), ``COLLATE BINARY`` on SQLite and as text in the
+``"C"`` collation on PostgreSQL, so a change of case is a change whatever the columns'
+collation.
 
 Names are deterministic (``sync_trigger_name``) and fit PostgreSQL's 63 and
 MariaDB's 64 characters; every identifier is quoted by the dialect.  Each

@@ -239,7 +239,7 @@ class _Differs(ColumnElement[bool]):
 def differs(left: Any, right: Any) -> ColumnElement[bool]:
     """NULL-safe "differs": true when exactly one side is NULL or both are non-NULL and unequal.
 
-    PostgreSQL ``IS DISTINCT FROM`` (as text for strings and JSON); SQLite ``IS NOT``
+    PostgreSQL ``IS DISTINCT FROM`` (as text in the ``"C"`` collation for strings and JSON); SQLite ``IS NOT``
     (``COLLATE BINARY`` for strings);
     MariaDB/MySQL ``NOT (a <=> b)``, on the bytes (``CAST(.. AS BINARY)``) when either side
     is typed as a string, because their default collations ignore case and trailing spaces.
@@ -262,7 +262,9 @@ def _differs_default(element: _Differs, compiler: Any, **kw: Any) -> str:
 
 @compiles(_Differs, "postgresql")
 def _differs_postgresql(element: _Differs, compiler: Any, **kw: Any) -> str:
-    as_text = (lambda side: sa.cast(side, sa.Text)) if element.textual else (lambda side: side)
+    # As text in the "C" collation: a cast keeps the column's collation, and a nondeterministic
+    # one (ICU, ``deterministic = false``) calls 'ABC' and 'abc' equal.
+    as_text = (lambda side: sa.cast(side, sa.Text).collate("C")) if element.textual else (lambda side: side)
     return "%s IS DISTINCT FROM %s" % _sides(element, compiler, kw, as_text)
 
 
