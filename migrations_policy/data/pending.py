@@ -123,6 +123,8 @@ def has_pending(conn: Connection, migration: DataMigration, last_key: str | None
     The cheap parts first: the first windows of keys past the cursor, then behind it (with
     plans that return their first row early), and only then the rest of each part (when
     nothing is pending: one pass over the table)."""
+    if null_keyed(conn, migration, inspector):
+        return True
     cursor = cursor_value(conn, migration, last_key, inspector)
     parts = [(None, None)] if cursor is None else [(cursor, None), (None, cursor)]
     rests = []
@@ -283,14 +285,33 @@ def _pending_migrations(connection: Connection, registry: Iterable[DataMigration
     return found
 
 
+def null_keyed(conn: Connection, migration: DataMigration, inspector: Any = None) -> int:
+    """The pending rows whose key is NULL (0 unless the key column is nullable).  No probe window,
+    walk or claim can reach them (``key > x`` is never true of NULL), so they are looked for
+    separately: the gate counts them as pending, and the runner fails the migration on them."""
+    column = _key_reflected(conn, migration, inspector)
+    if column is None or not column.get("nullable", True):
+        return 0
+    key = migration.key_column
+    with index_lookups(conn):
+        return int(conn.execute(sa.select(sa.func.count()).select_from(
+            sa.select(key).where(key.is_(None), migration.pending).subquery())).scalar())
+
+
+def _key_reflected(conn: Connection, migration: DataMigration, inspector: Any = None) -> dict | None:
+    """The key column as the database reflects it (None: no such column)."""
+    inspector = inspector or sa.inspect(conn)
+    columns = {c["name"].lower(): c for c in inspector.get_columns(migration.table_name)}
+    return columns.get(migration.key.lower())
+
+
 def cursor_value(conn: Connection, migration: DataMigration, last_key: str | None, inspector: Any = None) -> Any:
     """The ledger's text *last_key* as a value of the key column's type (integer or text keys
     only; None for any other type, or when it does not parse)."""
     if last_key is None:
         return None
-    inspector = inspector or sa.inspect(conn)
-    columns = {c["name"].lower(): c["type"] for c in inspector.get_columns(migration.table_name)}
-    column_type = columns.get(migration.key.lower())
+    column = _key_reflected(conn, migration, inspector)
+    column_type = None if column is None else column["type"]
     try:
         python_type = column_type.python_type if column_type is not None else None
     except NotImplementedError:

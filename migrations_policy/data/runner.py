@@ -40,7 +40,7 @@ from ..project import _one_line
 from . import claims, ledger, locks
 from . import pending as probes
 from .declare import Batch, DataMigration, Registry, key_bound
-from .pending import count_pending, cursor_value, index_lookups, missing_columns, one_row_plans, remaining
+from .pending import count_pending, cursor_value, index_lookups, missing_columns, null_keyed, one_row_plans, remaining
 from .report import EXIT_USAGE, MigrationReport, RunReport
 
 #: Range stepping is used when at least this share of the pending key range is pending.
@@ -205,7 +205,7 @@ class _Walk:
             low = self._first_pending(conn)  # nothing past the cursor: from the start
         if low is None:
             return None, None, None, False  # verified: nothing is pending
-        high = conn.execute(sa.select(key).where(m.pending).order_by(key.desc()).limit(1)).scalar()
+        high = conn.execute(sa.select(key).where(key.is_not(None), m.pending).order_by(key.desc()).limit(1)).scalar()
         if high is None:  # migrated by another runner since the first read (no snapshot across reads)
             high = low
         if not isinstance(low, int) or isinstance(low, bool):
@@ -216,9 +216,11 @@ class _Walk:
         return low, high, sample / (edge - low + 1), resumed
 
     def _first_pending(self, conn: Connection, *where: Any) -> Any:
-        """The smallest pending key (and *where*), in key order: one index lookup where it is near."""
+        """The smallest pending key (and *where*), in key order: one index lookup where it is near.
+        Rows with a NULL key (first in SQLite's and MariaDB's order) are left to ``finish``."""
         m = self.migration
-        return conn.execute(sa.select(m.key_column).where(*where, m.pending).order_by(m.key_column).limit(1)).scalar()
+        key = m.key_column
+        return conn.execute(sa.select(key).where(*where, key.is_not(None), m.pending).order_by(key).limit(1)).scalar()
 
     def step(self, connections: _Connections, width: int) -> int:
         """One batch of at most about *width* rows; returns the rows it processed.
@@ -450,7 +452,7 @@ class _Walk:
     def _next_batch(self, conn: Connection, width: int) -> Batch | None:
         m = self.migration
         key = m.key_column
-        after = sa.true() if self.cursor is None else key > key_bound(self.cursor)
+        after = key.is_not(None) if self.cursor is None else key > key_bound(self.cursor)
         if self.report.strategy == "range":
             if self.high is None or self.cursor >= self.high:  # rows inserted past the end since: walk on
                 self.high = conn.execute(sa.select(sa.func.max(key)).where(after, m.pending)).scalar()
@@ -503,6 +505,13 @@ class _Walk:
                 if report.state != ledger.INAPPLICABLE:
                     report.remaining_after, report.remaining_after_estimated = remaining(
                         conn, self.migration, self.ledger_key, self.run.exact)
+                    nulls = null_keyed(conn, self.migration)
+                    if nulls and report.state != ledger.ERROR:
+                        m = self.migration
+                        self.fail(RuntimeError(
+                            f"{nulls} pending row{'s' if nulls > 1 else ''} of {m.table_name} "
+                            f"{'have' if nulls > 1 else 'has'} a NULL {m.key}, which no batch can reach: "
+                            "a data migration walks its rows by key, which must be unique and NOT NULL"))
                     if self.migration.unmigratable is not None and walked is not None and report.remaining_after:
                         key = self.migration.key_column  # the rows this run walked
                         since = () if self.first_key is None else (key >= key_bound(self.first_key),)

@@ -13,6 +13,7 @@ from migrations_policy.data import (
 )
 from migrations_policy.data.runner import MAX_GROWTH, next_batch_size
 from migrations_policy.errors import UsageError
+from migrations_policy.gate import unfinished
 
 from .support import create_schema, insert_items, items, scalar
 
@@ -620,3 +621,49 @@ def test_keys_up_to_the_integer_columns_limit(db_engine, seed):
         [after] = pending_migrations(conn, [copy()])
     assert after.remaining == 0
     assert scalar(db_engine, sa.select(sa.func.count()).where(items.c.n == 1)) == rows
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_rows_with_a_null_key_are_never_taken_for_migrated(db_engine, seed):
+    """A nullable unique key: release N inserts rows whose key is NULL.  No window, batch or claim
+    reaches them (``key > x`` is never true of NULL; SQLite and MariaDB sort NULL first), so the
+    gate counts them as pending and the runner migrates every other row, then fails the migration
+    naming them, instead of "complete" (PostgreSQL) or "caught up" forever (SQLite, MariaDB)."""
+    import random
+
+    rng = random.Random(seed)
+    keyed = sa.Table("keyed", sa.MetaData(), sa.Column("rid", sa.Integer, primary_key=True),
+                     sa.Column("uid", rng.choice((sa.Integer(), sa.String(36))), unique=True, nullable=True),
+                     sa.Column("src", sa.String(20)), sa.Column("dst", sa.String(20)))
+    kt = sa.table("keyed", sa.column("uid"), sa.column("src", sa.String), sa.column("dst", sa.String))
+    migration = DataMigration("keyed_copy", table=kt, key="uid", values={"dst": kt.c.src})
+    keyed.metadata.create_all(db_engine)
+    ledger.metadata.create_all(db_engine)
+    keys = rng.sample(range(1, 10_000), rng.randrange(20, 200))
+    nulls = rng.randrange(1, 6)
+    texts = isinstance(keyed.c.uid.type, sa.String)
+    rows = [{"uid": (f"{k:05d}" if texts else k), "src": f"s{k}"} for k in keys] + [{"uid": None, "src": f"n{i}"}
+                                                                                     for i in range(nulls)]
+    rng.shuffle(rows)
+    with db_engine.begin() as conn:
+        conn.execute(sa.insert(keyed), rows)
+
+    def pending_counts() -> tuple[int, int | None]:
+        with db_engine.connect() as conn:
+            exact = unfinished(conn, Registry([migration]), {"keyed_copy": ["r3"]}, exact=True)
+            probed = unfinished(conn, Registry([migration]), {"keyed_copy": ["r3"]})
+        return (exact[0].remaining if exact else 0), (probed[0].remaining if probed else 0)
+
+    report = run(db_engine, Registry([migration]), RunOptions(batch_size=rng.choice((7, 50))))
+    m = by_name(report)["keyed_copy"]
+    assert report.exit_code == 2 and m.state == "error" and m.migrated == len(keys), m
+    assert f"{nulls} pending row" in m.error and "NULL uid" in m.error, m.error
+    exact, probed = pending_counts()
+    assert exact == nulls and probed, (exact, probed)  # the gate refuses
+
+    with db_engine.begin() as conn:  # the rows get keys: the migration can complete
+        for i, rid in enumerate(conn.execute(sa.select(keyed.c.rid).where(keyed.c.uid.is_(None))).scalars()):
+            conn.execute(sa.update(keyed).where(keyed.c.rid == rid).values(uid=f"z{i}" if texts else -1 - i))
+    report = run(db_engine, Registry([migration]), RunOptions(batch_size=7))
+    assert (report.exit_code, by_name(report)["keyed_copy"].migrated) == (0, nulls)
+    assert pending_counts() == (0, 0)
