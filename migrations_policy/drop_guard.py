@@ -8,8 +8,10 @@ rows that migration has not moved yet.  So what a revision *does* decides too:
 * before the run, ``gate.evaluate`` runs each revision's ``upgrade()`` offline
   (``offline_run``), normalizes what it invokes with the policy knowledge base,
   and asks :func:`readers` which declared data migrations read a table or column
-  it drops or renames; those it treats as required (a migration whose table or
-  columns are already gone is retired: it protects nothing);
+  it drops or renames; those it treats as required.  A migration whose tables or
+  columns do not all exist protects what of them holds data until the ledger says
+  it completed: before its expand has run, it has not moved anything yet; gone
+  after completing, it is retired and protects nothing;
 * while the run applies a revision, :func:`watching` looks at every statement
   the migration connection sends (``before_cursor_execute``: alembic's operations,
   ``op.execute``, ``bind.execute``, ``exec_driver_sql`` alike) and refuses, before
@@ -85,19 +87,71 @@ def readers(registry: Iterable[Any], gone: Iterable[Destroyed]) -> dict[str, lis
 
 def unfinished_readers(connection: Connection, registry: Any, gone: Iterable[Destroyed],
                        known: Iterable[Any] = (), skip: Iterable[str] = ()) -> dict[str, tuple[Any, list[str]]]:
-    """{name: (its PendingMigration, what it reads that goes)} for the readers of *gone* that have
-    rows pending; retired ones (their table or a column already gone) and *skip* are left out.
-    *known*: PendingMigrations just probed by the caller (not probed again)."""
+    """{name: (its PendingMigration, what it reads that goes)} for the readers of *gone* that are not
+    finished (``_at_stake``); *skip* are left out.  *known*: PendingMigrations just probed by the
+    caller (not probed again)."""
     from .data.pending import pending_migrations
 
-    skip = set(skip)
-    wanted = {name: what for name, what in readers(registry, gone).items() if name not in skip}
+    skip, gone = set(skip), list(gone)
+    wanted = {name for name in readers(registry, gone) if name not in skip}
     if not wanted:
         return {}
     probed = {p.name: p for p in known if p.name in wanted}
     probed.update((p.name, p) for p in pending_migrations(
         connection, [registry[name] for name in wanted if name not in probed]))
-    return {name: (p, wanted[name]) for name, p in probed.items() if p.remaining}
+    stakes = _at_stake(connection, registry, probed.values())
+    found = {}
+    for name, stake in stakes.items():
+        what = readers([registry[name]], [g for g in gone if stake is None or _key(g) in stake]).get(name)
+        if what:
+            found[name] = (probed[name], what)
+    return found
+
+
+def _at_stake(connection: Connection, registry: Any, probed: Iterable[Any]) -> dict[str, set[Destroyed] | None]:
+    """{name: what a revision may not destroy (None: all it reads)} of the migrations not finished:
+
+    * rows pending: all it reads;
+    * its tables or columns do not all exist (``remaining`` None) and the ledger does not say it
+      completed: it has not started (its expand has not run yet) or cannot run; the tables and
+      columns it uses that hold data (a row; a non-NULL value) are still the only copy;
+    * complete, or gone after completing (retired): nothing."""
+    from .data import ledger
+    from .data.pending import absent
+
+    probed = list(probed)
+    states = ledger.read(connection) if any(p.remaining is None for p in probed) else {}
+    stakes: dict[str, set[Destroyed] | None] = {}
+    inspector = sa.inspect(connection)
+    for p in probed:
+        if p.remaining:
+            stakes[p.name] = None
+        elif p.remaining is None and states.get(p.name, {}).get("state") != ledger.COMPLETE:
+            migration = registry[p.name]
+            missing = {_key(item) for item in absent(connection, migration, inspector)}
+            held = {_key(item) for item in _holding_data(connection, migration) if _key(item) not in missing}
+            if held:
+                stakes[p.name] = held
+    return stakes
+
+
+def _holding_data(connection: Connection, migration: Any) -> list[Destroyed]:
+    """The tables (a row) and columns (a non-NULL value) *migration* uses that hold data; a table or
+    column that does not exist holds none."""
+    inspector = sa.inspect(connection)
+    held: list[Destroyed] = []
+    for table, columns in sorted(migration.columns_used().items()):
+        if not inspector.has_table(table):
+            continue
+        present = {c["name"].lower(): c["name"] for c in inspector.get_columns(table)}
+        names = [present[c.lower()] for c in sorted(columns) if c.lower() in present]
+        target = sa.table(table, *(sa.column(name) for name in names))
+        if connection.execute(sa.select(sa.literal(1)).select_from(target).limit(1)).first() is None:
+            continue
+        held.append((table, None))
+        held.extend((table, name) for name in names if connection.execute(
+            sa.select(sa.literal(1)).select_from(target).where(target.c[name].is_not(None)).limit(1)).first())
+    return held
 
 
 # -- while a revision runs ----------------------------------------------------------
@@ -134,6 +188,8 @@ class _Watch:
         self.allowed: set[Destroyed] = set()  # what a statement check let go (its readers were finished)
         self.refused: dict[str, tuple[Any, list[str]]] = {}  # kept: a swallowed refusal still refuses
         self.unfinished: dict[str, Any] = {}  # {name: PendingMigration} unfinished as the revision starts
+        self.stakes: dict[str, set[Destroyed] | None] = {}  # {name: what it may not lose} (``_at_stake``)
+        self.absent_at_start: dict[str, set[Destroyed]] = {}  # {name: its tables/columns missing at the start}
 
     def passing(self) -> bool:
         return self.busy or self.sqlalchemy_depth > 0
@@ -153,11 +209,17 @@ class _Watch:
         complete reads its table; like the gate's verdict, it stands for the run); grows."""
         from .data.pending import pending_migrations
 
+        from .data.pending import absent
+
         with self._probing():
             probed = pending_migrations(self.connection, [m for m in self.registry
                                                           if m.name not in self.settled and m.name not in complete])
-        complete.update(p.name for p in probed if p.remaining == 0)
-        self.unfinished = {p.name: p for p in probed if p.remaining}
+            complete.update(p.name for p in probed if p.remaining == 0)
+            self.stakes = _at_stake(self.connection, self.registry, probed)
+            self.unfinished = {p.name: p for p in probed if p.name in self.stakes}
+            inspector = sa.inspect(self.connection)
+            self.absent_at_start = {name: {_key(item) for item in absent(self.connection, self.registry[name],
+                                                                           inspector)} for name in self.unfinished}
 
     def _refuse(self, found: dict[str, tuple[Any, list[str]]], **how: Any) -> BaseException:
         self.refused.update(found)
@@ -197,8 +259,13 @@ class _Watch:
         return bool(found)
 
     def _found(self, gone: list[Destroyed]) -> dict[str, tuple[Any, list[str]]]:
-        migrations = [self.registry[name] for name in self.unfinished]
-        return {name: (self.unfinished[name], what) for name, what in readers(migrations, gone).items()}
+        found = {}
+        for name, pending in self.unfinished.items():
+            stake = self.stakes[name]
+            what = readers([self.registry[name]], [g for g in gone if stake is None or _key(g) in stake]).get(name)
+            if what:
+                found[name] = (pending, what)
+        return found
 
     def verify(self) -> None:
         """After ``upgrade()``: every table and column an unfinished migration read at the start is
@@ -209,7 +276,7 @@ class _Watch:
             inspector = sa.inspect(self.connection)
             vanished = [item for name in self.unfinished for item in absent(self.connection, self.registry[name],
                                                                               inspector)
-                        if _key(item) not in self.allowed]
+                        if _key(item) not in self.allowed and _key(item) not in self.absent_at_start[name]]
         found = self._found(vanished)
         if found:
             raise self._refuse(found, committed=not _rolls_back(self.connection))
