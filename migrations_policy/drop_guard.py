@@ -28,6 +28,9 @@ rows that migration has not moved yet.  So what a revision *does* decides too:
   table and column an unfinished migration read when the revision started must
   still be there unless a check above let it go: whatever path no hook saw (a
   cursor class built by hand, libpq, a driver's private call) is refused there.
+  Names are not enough (a column dropped and added again under its name, a table
+  emptied, a type changed): rows sampled at the start at both ends of the key
+  (``SAMPLE_ROWS``) must still be there, each non-NULL value unchanged.
   PostgreSQL and SQLite roll the revision's transaction back; where the DDL had
   committed (MariaDB/MySQL; SQLite after a script's ``executescript``, which commits
   first) the revision is not recorded and ``refuse(..., committed=True)`` says what
@@ -40,7 +43,7 @@ gate records the force).
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -48,8 +51,9 @@ from sqlalchemy.engine import Connection
 
 from .policy import model as m
 
-#: Operations after which a migration reading the table (column None) or column cannot finish.
-_DESTROYING_TABLE = (m.DROP_TABLE, m.RENAME_TABLE)
+#: Operations after which a migration reading the table (column None) or column cannot finish
+#: (TRUNCATE leaves the table but none of its rows).
+_DESTROYING_TABLE = (m.DROP_TABLE, m.RENAME_TABLE, m.TRUNCATE)
 _DESTROYING_COLUMN = (m.DROP_COLUMN, m.RENAME_COLUMN)
 _BATCH_PREFIX = "_alembic_tmp_"
 
@@ -176,6 +180,59 @@ def _key(item: Destroyed) -> Destroyed:
     return item[0].lower(), None if item[1] is None else item[1].lower()
 
 
+#: Rows whose values the final check compares: a column dropped and added again under its name,
+#: a table emptied, a type changed (values cast or set to NULL) change every row, so rows at both
+#: ends of the key show it: up to ``SAMPLE_ROWS`` holding a value, among the first and the last
+#: ``PROBE_WINDOW`` rows by key (a bounded read, whatever the table's size).
+SAMPLE_ROWS = 64
+
+
+class _Sample(NamedTuple):
+    """Rows of a migration's table as a revision starts: *columns* (those at stake, present) and
+    {key: values} of the sampled rows."""
+
+    table: str
+    columns: tuple[str, ...]
+    rows: dict[Any, tuple]
+
+
+def _sample(connection: Connection, migration: Any, stake: set[Destroyed] | None) -> _Sample | None:
+    """Rows holding values at stake in the migration's own table (None: none there)."""
+    from .data.pending import PROBE_WINDOW, absent
+
+    table = migration.table_name
+    missing = {_key(item) for item in absent(connection, migration, sa.inspect(connection))}
+    if (table.lower(), None) in missing:
+        return None
+    declared = migration.table.c  # the migration's own columns, as its expressions name them
+    columns = tuple(sorted(c.name for c in declared if c.name != migration.key
+                           and (table.lower(), c.name.lower()) not in missing
+                           and (stake is None or (table.lower(), c.name.lower()) in stake)))
+    if not columns:
+        return None
+    key = migration.key_column
+    rows: dict[Any, tuple] = {}
+    for order in (key, key.desc()):
+        window = sa.select(key.label("k"), *(declared[c] for c in columns)).where(key.is_not(None)) \
+            .order_by(order).limit(PROBE_WINDOW).subquery()
+        held = sa.or_(*(window.c[c].is_not(None) for c in columns))
+        rows.update((row[0], tuple(row[1:])) for row in connection.execute(
+            sa.select(window).where(held).limit(SAMPLE_ROWS)))
+    return _Sample(table, columns, rows) if rows else None
+
+
+def _changed(connection: Connection, migration: Any, sample: _Sample) -> list[Destroyed]:
+    """What of *sample* the revision destroyed: its table when sampled rows are gone; a column
+    whose non-NULL values were changed (set to NULL, cast to another type, added again empty)."""
+    key, declared = migration.key_column, migration.table.c
+    now = {row[0]: tuple(row[1:]) for row in connection.execute(
+        sa.select(key, *(declared[c] for c in sample.columns)).where(key.in_(list(sample.rows))))}
+    if len(now) < len(sample.rows):
+        return [(sample.table, None)]
+    return [(sample.table, column) for i, column in enumerate(sample.columns)
+            if any(before[i] is not None and now[k][i] != before[i] for k, before in sample.rows.items())]
+
+
 class _Watch:
     """One revision's watch: every path it can drop by asks :func:`readers` (see the module doc)."""
 
@@ -190,6 +247,7 @@ class _Watch:
         self.unfinished: dict[str, Any] = {}  # {name: PendingMigration} unfinished as the revision starts
         self.stakes: dict[str, set[Destroyed] | None] = {}  # {name: what it may not lose} (``_at_stake``)
         self.absent_at_start: dict[str, set[Destroyed]] = {}  # {name: its tables/columns missing at the start}
+        self.samples: dict[str, _Sample | None] = {}  # {name: rows' values at the start (``_sample``)}
 
     def passing(self) -> bool:
         return self.busy or self.sqlalchemy_depth > 0
@@ -220,6 +278,8 @@ class _Watch:
             inspector = sa.inspect(self.connection)
             self.absent_at_start = {name: {_key(item) for item in absent(self.connection, self.registry[name],
                                                                            inspector)} for name in self.unfinished}
+            self.samples = {name: _sample(self.connection, self.registry[name], self.stakes[name])
+                            for name in self.unfinished}
 
     def _refuse(self, found: dict[str, tuple[Any, list[str]]], **how: Any) -> BaseException:
         self.refused.update(found)
@@ -277,7 +337,12 @@ class _Watch:
             vanished = [item for name in self.unfinished for item in absent(self.connection, self.registry[name],
                                                                               inspector)
                         if _key(item) not in self.allowed and _key(item) not in self.absent_at_start[name]]
-        found = self._found(vanished)
+            found = self._found(vanished)
+            if not found:  # the names are there: are they still what the migrations read?
+                found = self._found(list(dict.fromkeys(
+                    item for name, sample in self.samples.items() if sample is not None
+                    for item in _changed(self.connection, self.registry[name], sample)
+                    if _key(item) not in self.allowed)))
         if found:
             raise self._refuse(found, committed=not _rolls_back(self.connection))
 
