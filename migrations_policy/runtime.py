@@ -100,16 +100,27 @@ def _annotate_offline(context: Any, migration_context: Any, revisions: list) -> 
     required data migration is pending (``offline_guard.py``)."""
     from . import offline_guard
 
+    from .drop_guard import readers
+
+    dialect = migration_context.dialect.name
+    registry = None
     required: dict[str, list[str]] = {}
     for rev in revisions:
         requirements = gate.requirements_of(rev)
         if requirements.unresolved:
             raise gate.GateRefused(gate.GateVerdict(defects=list(requirements.unresolved)), "")
-        for name in requirements.names:
+        # As the online gate sees them: calls however written (an aliased op, getattr), and the
+        # migrations reading what the revision drops, declared or not.
+        names = [*requirements.names, *gate.requirements_when_run(rev, dialect)[0]]
+        gone = gate.drops_of(rev, dialect)
+        if gone:
+            registry = registry or load_registry(context.config, project_settings(context.config))
+            names += list(readers(registry, gone))
+        for name in dict.fromkeys(names):
             required.setdefault(name, []).append(rev.revision)
     if not required:
         return
-    registry = load_registry(context.config, project_settings(context.config))
+    registry = registry or load_registry(context.config, project_settings(context.config))
     for line in offline_guard.guard_lines(migration_context.dialect, required, registry):
         migration_context.impl.static_output(line)
     print("WARNING: migrations_policy cannot see the database in offline (--sql) mode: the SQL starts with "

@@ -208,3 +208,50 @@ def _guards_for(app, project) -> list[str]:
                 ("nodes_extra_to_meta", "nodes_name_to_display_name", "port_node_orphans")}
     lines = offline_guard.guard_lines(app.engine.dialect, required, registry)
     return [lines[i + 1] for i, line in enumerate(lines) if "the next statement fails" in line]
+
+
+#: How a contract may say (or not say) that it needs nodes_extra_to_meta: (module level, first lines).
+_OFFLINE_DECLARATIONS = {
+    "attribute": ('requires_data_migrations = ("nodes_extra_to_meta",)', ""),
+    "undeclared": ("", ""),
+    "aliased_call": ('NEEDED = ("nodes_extra_to_meta",)', "require = op.require_data_migrations\nrequire(*NEEDED)\n"),
+    "getattr_call": ('NEEDED = ("nodes_extra_to_meta",)', 'getattr(op, "require_" + "data_migrations")(*NEEDED)\n'),
+}
+_OFFLINE_DROPS = ('op.drop_column("nodes", "extra")', 'op.execute("ALTER TABLE nodes DROP COLUMN extra")',
+                  'op.alter_column("nodes", "extra", new_column_name="extra_gone", existing_type=sa.Text())')
+
+
+@pytest.mark.parametrize("declared", sorted(_OFFLINE_DECLARATIONS))
+def test_offline_sql_guards_what_the_online_gate_requires(expanded, capsys, backend, declared):
+    """Offline SQL guards what the online gate would require: declarations however written (an
+    aliased op, ``getattr``) and the unfinished migrations reading what the revision drops, declared
+    or not; run while nodes_extra_to_meta is pending, its guard statement fails before the drop."""
+    import random
+    import textwrap
+
+    from alembic import command as alembic_command
+
+    module_level, first = _OFFLINE_DECLARATIONS[declared]
+    drop = random.choice(_OFFLINE_DROPS)
+    root = expanded.ini.parent / "migrations" / "versions" / "contract"
+    (root / "0003_r3_drop_extra_name.py").unlink()
+    body = ('op.drop_sync_trigger("nodes", old="extra", new="meta")\n'
+            'op.drop_sync_trigger("nodes", old="name", new="display_name")\n' + first + drop)
+    (root / "0003_r3_offline.py").write_text(
+        "from alembic import op\nimport sqlalchemy as sa\n\nimport migrations_policy.sync_triggers\n\n"
+        f"revision = 'r3_offline'\ndown_revision = 'contract_root'\nbranch_labels = None\n"
+        f"depends_on = {EXPAND_HEAD!r}\n{module_level}\n\n"
+        f"def upgrade() -> None:\n{textwrap.indent(body, '    ')}\n\n\ndef downgrade() -> None:\n    pass\n")
+    project = expanded.project()
+    try:
+        alembic_command.upgrade(project.alembic_config, f"{EXPAND_HEAD}:r3_offline", sql=True)
+    finally:
+        project.dispose()
+    out = capsys.readouterr().out
+    guards = _guard_statements(out)
+    assert guards and "nodes_extra_to_meta" in out[:out.index(guards[-1])], (drop, out[-1500:])
+    drop_at = min(i for i in (out.find("DROP COLUMN extra"), out.find("extra_gone")) if i >= 0)
+    assert out.index(guards[-1]) < drop_at
+    for statement in guards:
+        with pytest.raises(sa.exc.DBAPIError), expanded.engine.begin() as conn:
+            conn.exec_driver_sql(statement)
