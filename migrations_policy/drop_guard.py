@@ -230,7 +230,11 @@ def _changed(connection: Connection, migration: Any, sample: _Sample) -> list[De
     if len(now) < len(sample.rows):
         return [(sample.table, None)]
     return [(sample.table, column) for i, column in enumerate(sample.columns)
-            if any(before[i] is not None and now[k][i] != before[i] for k, before in sample.rows.items())]
+            if any(before[i] is not None and not _same(now[k][i], before[i]) for k, before in sample.rows.items())]
+
+
+def _same(now: Any, before: Any) -> bool:
+    return now == before or (now != now and before != before)  # NaN is NaN
 
 
 class _Watch:
