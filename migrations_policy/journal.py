@@ -30,9 +30,11 @@ of the step (``dbsync upgrade`` or ``dbsync rollback``, or plain ``alembic upgra
 / ``alembic downgrade`` through env.py) skips the statements the journal records as
 done, after checking that each one's hash is unchanged: a statement edited
 since is refused (one line), never silently skipped.  The statement that was
-``running`` is executed again; if the database answers that its object already
-exists (or, for a drop, no longer exists), it had been applied and counts as
-done.  ``dbsync status`` / ``check`` report each interrupted revision
+``running`` counts as done when the database's state shows it applied (``journal_state``:
+what it creates is there, what it drops is gone, what it renames has its new name), and is
+executed again otherwise; only where the catalog cannot tell does an "already exists" (or,
+for a drop, "does not exist") answer count as done.  A failed rerun of it leaves its row
+``running``.  ``dbsync status`` / ``check`` report each interrupted revision
 ("revision X partly applied: 3 of 5 statements", "revision X partly reverted: ...").
 While a revision is partly reverted, upgrades and stamps are refused (the schema is
 neither release's): finish the rollback first.
@@ -58,6 +60,7 @@ from alembic.util import CommandError
 from sqlalchemy.engine import Connection
 
 from .framework_tables import JOURNAL_TABLE, journal_table
+from .journal_state import applied
 from .lock_timeout import LockRetryStats, error_code, in_real_transaction, left_invalid_index, retry_segments
 from .offline_run import record_operations
 from .policy.sql import from_sql
@@ -215,6 +218,8 @@ class _Run:
                 "that run used, or repair by hand (operator guide: When an expand fails)")
         if entry is not None and entry.state == DONE:
             return None  # applied by the interrupted run
+        if entry is not None and not self._left_something(construct) and applied(self.connection, text):
+            return self._applied_by_interrupted_run(ordinal, sql_hash, text)
         if in_real_transaction(self.connection):  # PostgreSQL: the row commits with the statement
             result = execute()
             self._record(ordinal, sql_hash, text, DONE, exists=entry is not None)
@@ -225,11 +230,11 @@ class _Run:
         try:
             result = execute()
         except sa.exc.DBAPIError as exc:
-            if entry is not None and _applied_already(exc):
-                log.warning("revision %s %s statement %d (%s) had been applied by the interrupted run",
-                            self.revision, _FUNCTION[self.direction], ordinal, entry.description)
-                result = None
-            elif self._left_something(construct):  # neither applied nor not: the rerun runs it again
+            if entry is not None and self._applied_after(text, exc):
+                return self._applied_by_interrupted_run(ordinal, sql_hash, text)
+            if entry is not None:  # still "may or may not be applied": the row stays running
+                raise
+            if self._left_something(construct):  # neither applied nor not: the rerun runs it again
                 log.warning("revision %s %s statement %d (%s) failed half way and left an INVALID index: "
                             "it stays recorded as running", self.revision, _FUNCTION[self.direction], ordinal,
                             describe(text))
@@ -243,6 +248,23 @@ class _Run:
         self._record(ordinal, sql_hash, text, DONE, exists=True)
         self._commit()
         return result
+
+    def _applied_after(self, text: str, exc: BaseException) -> bool:
+        """The rerun of a statement left running failed: had the interrupted run applied it?  The
+        database's state decides (the server may have finished it meanwhile); the error code only
+        when the state cannot be told (``journal_state``)."""
+        try:
+            state = applied(self.connection, text)
+        except sa.exc.DBAPIError:
+            state = None
+        return _applied_already(exc) if state is None else state
+
+    def _applied_by_interrupted_run(self, ordinal: int, sql_hash: str, text: str) -> None:
+        log.warning("revision %s %s statement %d (%s) had been applied by the interrupted run",
+                    self.revision, _FUNCTION[self.direction], ordinal, describe(text))
+        self._record(ordinal, sql_hash, text, DONE, exists=True)
+        self._commit()
+        return None
 
     def _left_something(self, construct: Any) -> bool:
         """A failed ``CREATE``/``DROP INDEX CONCURRENTLY`` that left its index INVALID (PostgreSQL)."""
