@@ -27,12 +27,15 @@ of its SQL text and a short description (``add column nodes.meta``).
 When the version table moves for a revision (it completes, is downgraded or
 stamped), its rows are deleted in the transaction that moves the version.  A rerun
 of the step (``dbsync upgrade`` or ``dbsync rollback``, or plain ``alembic upgrade``
-/ ``alembic downgrade`` through env.py) skips the statements the journal records as
-done, after checking that each one's hash is unchanged: a statement edited
-since is refused (one line), never silently skipped.  The statement that was
-``running`` is executed again; if the database answers that its object already
-exists (or, for a drop, no longer exists), it had been applied and counts as
-done.  ``dbsync status`` / ``check`` report each interrupted revision
+/ ``alembic downgrade`` through env.py) pairs its statements with the journal's by their
+SQL, in order (``journal_match``: a re-runnable script may issue fewer), skips those recorded
+as done and notes the applied ones it did not issue; a statement edited since (other SQL
+for the same object) is refused (one line), never silently skipped.  The statement that was
+``running`` counts as done when the database's state shows it applied (``journal_state``:
+what it creates is there, what it drops is gone, what it renames has its new name), and is
+executed again otherwise; only where the catalog cannot tell does an "already exists" (or,
+for a drop, "does not exist") answer count as done.  A failed rerun of it leaves its row
+``running``.  ``dbsync status`` / ``check`` report each interrupted revision
 ("revision X partly applied: 3 of 5 statements", "revision X partly reverted: ...").
 While a revision is partly reverted, upgrades and stamps are refused (the schema is
 neither release's): finish the rollback first.
@@ -58,6 +61,8 @@ from alembic.util import CommandError
 from sqlalchemy.engine import Connection
 
 from .framework_tables import JOURNAL_TABLE, journal_table
+from .journal_match import Edited, Resume
+from .journal_state import applied
 from .lock_timeout import LockRetryStats, error_code, in_real_transaction, left_invalid_index, retry_segments
 from .offline_run import record_operations
 from .policy.sql import from_sql
@@ -177,7 +182,8 @@ class _Run:
         self.revision = revision
         self.direction = direction
         self.entries = _in_direction(read_entries(connection, revision).get(revision, {}), direction)
-        self.ordinal = 0
+        self.ordinal = 0  # statements issued so far
+        self.resume = Resume(self.entries)
         if self.entries:
             done = sum(e.state == DONE for e in self.entries.values())
             log.warning("revision %s: its %s was interrupted after %d statement(s): resuming after them",
@@ -203,18 +209,20 @@ class _Run:
 
     def statement(self, construct: Any, execute: Callable[[], Any]) -> Any:
         self.ordinal += 1
-        ordinal = self.ordinal
         text = statement_text(construct, self.connection)
         sql_hash = digest(text)
-        entry = self.entries.get(ordinal)
-        if entry is not None and entry.sql_hash != sql_hash:
+        try:
+            ordinal, entry = self.resume.take(sql_hash, describe(text))
+        except Edited as edited:
             raise JournalMismatch(
-                f"revision {self.revision}: {_FUNCTION[self.direction]} statement {ordinal} ({describe(text)}) "
+                f"revision {self.revision}: {_FUNCTION[self.direction]} statement {self.ordinal} ({describe(text)}) "
                 "is not the statement its "
-                f"interrupted run applied ({entry.description}): the script changed since; restore the script "
-                "that run used, or repair by hand (operator guide: When an expand fails)")
+                f"interrupted run applied ({edited.entry.description}): the script changed since; restore the script "
+                "that run used, or repair by hand (operator guide: When an expand fails)") from None
         if entry is not None and entry.state == DONE:
             return None  # applied by the interrupted run
+        if entry is not None and not self._left_something(construct) and applied(self.connection, text):
+            return self._applied_by_interrupted_run(ordinal, sql_hash, text)
         if in_real_transaction(self.connection):  # PostgreSQL: the row commits with the statement
             result = execute()
             self._record(ordinal, sql_hash, text, DONE, exists=entry is not None)
@@ -225,11 +233,11 @@ class _Run:
         try:
             result = execute()
         except sa.exc.DBAPIError as exc:
-            if entry is not None and _applied_already(exc):
-                log.warning("revision %s %s statement %d (%s) had been applied by the interrupted run",
-                            self.revision, _FUNCTION[self.direction], ordinal, entry.description)
-                result = None
-            elif self._left_something(construct):  # neither applied nor not: the rerun runs it again
+            if entry is not None and self._applied_after(text, exc):
+                return self._applied_by_interrupted_run(ordinal, sql_hash, text)
+            if entry is not None:  # still "may or may not be applied": the row stays running
+                raise
+            if self._left_something(construct):  # neither applied nor not: the rerun runs it again
                 log.warning("revision %s %s statement %d (%s) failed half way and left an INVALID index: "
                             "it stays recorded as running", self.revision, _FUNCTION[self.direction], ordinal,
                             describe(text))
@@ -243,6 +251,23 @@ class _Run:
         self._record(ordinal, sql_hash, text, DONE, exists=True)
         self._commit()
         return result
+
+    def _applied_after(self, text: str, exc: BaseException) -> bool:
+        """The rerun of a statement left running failed: had the interrupted run applied it?  The
+        database's state decides (the server may have finished it meanwhile); the error code only
+        when the state cannot be told (``journal_state``)."""
+        try:
+            state = applied(self.connection, text)
+        except sa.exc.DBAPIError:
+            state = None
+        return _applied_already(exc) if state is None else state
+
+    def _applied_by_interrupted_run(self, ordinal: int, sql_hash: str, text: str) -> None:
+        log.warning("revision %s %s statement %d (%s) had been applied by the interrupted run",
+                    self.revision, _FUNCTION[self.direction], ordinal, describe(text))
+        self._record(ordinal, sql_hash, text, DONE, exists=True)
+        self._commit()
+        return None
 
     def _left_something(self, construct: Any) -> bool:
         """A failed ``CREATE``/``DROP INDEX CONCURRENTLY`` that left its index INVALID (PostgreSQL)."""
@@ -260,14 +285,14 @@ class _Run:
             pass
 
     def finish(self) -> None:
-        """The revision's statements all ran: check none recorded is left over (``forget_versioned``
-        then clears its rows, with the version-table update)."""
-        beyond = sorted(o for o in self.entries if o > self.ordinal)
-        if beyond:
-            raise JournalMismatch(
-                f"revision {self.revision}: the interrupted run of its {_FUNCTION[self.direction]} applied "
-                f"{max(beyond)} statement(s) but the script now has {self.ordinal}: the script changed since; restore the script that run used, or repair "
-                "by hand (operator guide: When an expand fails)")
+        """The revision's statements all ran (``forget_versioned`` then clears its rows, with the
+        version-table update): one note per statement the interrupted run applied and this run
+        did not issue (``journal_match``)."""
+        for ordinal, entry in self.resume.left_over():
+            state = "applied" if entry.state == DONE else "was running (may or may not be applied)"
+            log.warning("revision %s: %s statement %d of the interrupted run (%s) %s and was not issued by this "
+                        "run (a conditional statement, or the script changed since): its effect stays",
+                        self.revision, _FUNCTION[self.direction], ordinal, entry.description, state)
 
 
 def forget_versioned(ctx: Any, step: Any, heads: Any, run_args: Any) -> None:
@@ -397,10 +422,20 @@ def partly_applied(connection: Connection, script: ScriptDirectory) -> list[Part
                 continue
             planned = planned_statements(script, revision, connection, direction)
             running = [(o, e.description) for o, e in sorted(entries.items()) if e.state == RUNNING]
-            matches = planned is None or all(
-                o <= len(planned) and digest(planned[o - 1]) == e.sql_hash for o, e in entries.items())
+            matches = planned is None or _resumes(entries, planned)
             found.append(PartlyApplied(revision=revision, done=sum(e.state == DONE for e in entries.values()),
                                        total=None if planned is None else len(planned),
                                        in_flight=running[0] if running else None, script_matches=matches,
                                        direction=direction))
     return found
+
+
+def _resumes(entries: dict[int, _Entry], planned: list[str]) -> bool:
+    """Whether a rerun issuing *planned* resumes (no statement of it is refused as edited)."""
+    resume = Resume(entries)
+    try:
+        for text in planned:
+            resume.take(digest(text), describe(text))
+    except Edited:
+        return False
+    return True

@@ -35,6 +35,10 @@ The decision, made here for the gate's offline pass and the live run alike:
   is refused before it runs, since writes in between would be lost.  So is a
   re-install whose definition does not come back exactly.
 
+* **Silenced triggers** (a body replaced, a PostgreSQL trigger disabled, a definition
+  changed): checked before and after every revision (``sync_integrity``); a broken one
+  refuses the revision (a contract may still run: it drops the pair).
+
 A refusal raises :class:`SyncTriggerRefused` (``dbsync`` exit 4, alembic prints
 ``FAILED: ...``).  ``--force`` does not override it: no data migration can
 recover a write that went nowhere.  Lint rule MP161 points out the rebuilds in
@@ -53,6 +57,7 @@ from sqlalchemy.engine import Connection
 
 from .policy import model as m
 from .revisions import CONTRACT
+from .sync_integrity import changed, faults
 
 #: Exit code of dbsync when a revision would lose a sync trigger (the gate's "refused").
 EXIT_REFUSED = 4
@@ -103,8 +108,12 @@ def explicit_drops(operations: Iterable[Any]) -> list[tuple[str, str]]:
             found.append((operation.pair.name, "op.drop_sync_trigger"))
         elif isinstance(operation, ops.ExecuteSQLOp) and isinstance(operation.sqltext, (str, sa.TextClause)):
             text = operation.sqltext if isinstance(operation.sqltext, str) else operation.sqltext.text
-            found.extend((name, "DROP TRIGGER/FUNCTION") for name in dropped_triggers(text))
+            found.extend((name, _HOW) for name in dropped_triggers(text))
     return found
+
+
+#: How a statement ``policy.sql.dropped_triggers`` names removes or silences a trigger.
+_HOW = "DROP TRIGGER/FUNCTION"  # also CREATE OR REPLACE, ALTER ... RENAME, DISABLE TRIGGER
 
 
 def hit(name: str, live: Iterable[Any]) -> list[Any]:
@@ -113,6 +122,8 @@ def hit(name: str, live: Iterable[Any]) -> list[Any]:
     from .sync_triggers import sync_trigger_name
 
     name = name.lower()
+    if name.startswith("*"):  # DISABLE TRIGGER ALL / USER on a table (policy.sql.dropped_triggers)
+        return [t for t in live if t.table.lower() == name[1:]]
     return [t for t in live if t.trigger.lower() == name
             or sync_trigger_name(t.table, t.old, t.new).lower() == name]
 
@@ -140,9 +151,12 @@ def keeping(connection: Connection, where: str, revision: str, phase: str | None
     from .policy.sql import dropped_triggers, from_sql
     from .sync_triggers import sync_triggers, trigger_definitions
 
+    if phase != CONTRACT:  # a contract may drop a broken pair: that is the way out
+        _refuse_faults(connection, where, f"revision {revision} not run", set())
     live = sync_triggers(connection)
     if not live:
         yield
+        _refuse_faults(connection, where, f"revision {revision} leaves it so", set())
         return
     definitions = trigger_definitions(connection, live)
     released: set[str] = set()
@@ -155,7 +169,7 @@ def keeping(connection: Connection, where: str, revision: str, phase: str | None
         refusal = None
         for name in dropped_triggers(statement):
             for trigger in hit(name, live):
-                refusal = refusal or explicit_drop_refusal(where, revision, phase, trigger, "DROP TRIGGER/FUNCTION")
+                refusal = refusal or explicit_drop_refusal(where, revision, phase, trigger, _HOW)
                 released.add(trigger.trigger)  # a contract's to drop: not put back
         tables = {o.table.lower() for o in from_sql(statement) if o.kind == m.DROP_TABLE and o.table}
         carried = [t for t in live if t.table.lower() in tables and t.trigger not in released]
@@ -174,7 +188,23 @@ def keeping(connection: Connection, where: str, revision: str, phase: str | None
         yield
     finally:
         event.remove(connection, "before_cursor_execute", before_cursor_execute)
-    _restore(connection, where, revision, [t for t in live if t.trigger not in released], definitions)
+    kept = [t for t in live if t.trigger not in released]
+    _refuse_faults(connection, where, f"revision {revision} leaves it so", released)
+    _restore(connection, where, revision, kept, definitions)
+    _refuse(where, f"revision {revision} leaves it so", changed(connection, kept, definitions))
+
+
+def _refuse_faults(connection: Connection, where: str, outcome: str, released: set[str]) -> None:
+    _refuse(where, outcome, [(name, why) for name, why in faults(connection) if name not in released])
+
+
+def _refuse(where: str, outcome: str, found: list[tuple[str, str]]) -> None:
+    """Fail closed on the first trigger of *found* (``sync_integrity``): one line naming it."""
+    if found:
+        name, why = found[0]
+        raise SyncTriggerRefused(
+            f"{where}: sync trigger {name} {why}: {outcome}; release N's writes to its old column would not reach "
+            "the new one (operator guide: A sync trigger is not whole)")
 
 
 def _restore(connection: Connection, where: str, revision: str, live: list[Any],

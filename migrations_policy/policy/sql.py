@@ -385,8 +385,12 @@ def from_sql(sql: str) -> list[m.Operation]:
 
 
 def dropped_triggers(sql: str) -> list[str]:
-    """The names *sql*'s ``DROP TRIGGER`` / ``DROP FUNCTION`` statements drop (a qualified
-    name's last part; unquoted names lower-cased)."""
+    """The triggers / trigger functions *sql* drops or takes out of action, by name (a qualified
+    name's last part; unquoted names lower-cased): ``DROP TRIGGER`` / ``DROP FUNCTION``;
+    ``CREATE OR REPLACE TRIGGER`` / ``FUNCTION`` (a replaced body); ``ALTER TRIGGER`` /
+    ``ALTER FUNCTION ... RENAME``; ``ALTER TABLE t DISABLE TRIGGER name`` and ``ENABLE REPLICA`` /
+    ``ALWAYS TRIGGER name`` (no longer fires for ordinary writes).  ``DISABLE`` / ``ENABLE
+    REPLICA|ALWAYS TRIGGER ALL`` or ``USER`` gives ``*t``: every trigger of table ``t``."""
     upper = sql.upper()
     if "TRIGGER" not in upper and "FUNCTION" not in upper:
         return []
@@ -396,4 +400,37 @@ def dropped_triggers(sql: str) -> list[str]:
         if cur.accept("DROP") and (cur.accept("TRIGGER") or cur.accept("FUNCTION")):
             cur.accept("IF", "EXISTS")
             names.extend(name for part in _split_top_level(cur.rest()) for name in [_Cursor(part).name()] if name)
+        elif cur.accept("CREATE", "OR", "REPLACE"):
+            names.extend(_replaced_trigger(cur))
+        elif cur.accept("ALTER"):
+            names.extend(_altered_triggers(cur))
+    return names
+
+
+def _replaced_trigger(cur: _Cursor) -> list[str]:
+    while cur.i < len(cur.toks) and not cur.peek().is_("TRIGGER", "FUNCTION", "PROCEDURE", "VIEW", "TABLE"):
+        cur.i += 1  # DEFINER = `u`@`h`, CONSTRAINT ...
+    if cur.accept("TRIGGER") or cur.accept("FUNCTION"):
+        name = cur.name()
+        return [name] if name else []
+    return []
+
+
+def _altered_triggers(cur: _Cursor) -> list[str]:
+    if cur.accept("TRIGGER") or (cur.accept("FUNCTION") and _has(cur.rest(), "RENAME")):
+        name = cur.name()
+        return [name] if name else []
+    if not cur.accept("TABLE"):
+        return []
+    cur.optional(("IF", "EXISTS"), ("ONLY",))
+    table = cur.name()
+    names = []
+    for action in _split_top_level(cur.rest()):
+        act = _Cursor(action)
+        if act.accept("DISABLE", "TRIGGER") or act.accept("ENABLE", "REPLICA", "TRIGGER") \
+                or act.accept("ENABLE", "ALWAYS", "TRIGGER"):
+            if act.peek().is_("ALL", "USER"):
+                names.append(f"*{table}")
+            else:
+                names.extend([name] if (name := act.name()) else [])
     return names
