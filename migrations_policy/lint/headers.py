@@ -97,7 +97,11 @@ def _requires_data(text: str) -> bool:
 
 
 def read_header(text: str, path: Path | None = None, consulted: list[str] | None = None) -> Header:
-    """The header of *text*; the files of the modules read to resolve it are appended to *consulted*."""
+    """The header of *text*; the files of the modules read to resolve it are appended to *consulted*.
+
+    ``declared`` fails closed: besides ``revision = ...`` at a line start, any way the module may bind the name
+    (``revision, down_revision = ...``, ``(revision := ...)``, ``for revision in ...``, ``globals()["revision"]``,
+    ``exec("revision = ...")``) counts, anywhere in the file (see ``header_ast.header_facts``)."""
     values: dict[str, object] = {}
     unresolved = False
     for name, raw in _HEADER.findall(text):
@@ -108,33 +112,36 @@ def read_header(text: str, path: Path | None = None, consulted: list[str] | None
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             values[name] = None
             unresolved = True
-    if unresolved:
-        from .header_ast import header_values
+    declared = isinstance(values.get("revision"), str) or bool(_DECLARES.search(text))
+    if unresolved or (not declared and "revision" in text):
+        from .header_ast import header_facts
 
-        values.update(header_values(text, path, consulted))
+        found, may_bind = header_facts(text, path, consulted)
+        values.update(found)
+        declared = declared or may_bind
     revision = values.get("revision")
     return Header(
         revision=revision if isinstance(revision, str) else None,
         down_revisions=_tuple(values.get("down_revision")),
         branch_labels=_tuple(values.get("branch_labels")),
         requires_data=_requires_data(text),
-        declared=isinstance(revision, str) or bool(_DECLARES.search(text)),
+        declared=declared or isinstance(revision, str),
         depends_on=_tuple(values.get("depends_on")),
     )
 
 
 def header_of_bytes(data: bytes, path: Path | None = None, consulted: list[str] | None = None) -> Header:
-    """``read_header`` of a file's bytes, decoded as ``_read`` reads it (UTF-8, universal newlines)."""
+    """``read_header`` of a file's bytes (all of them), decoded as ``_read`` reads it (UTF-8, universal newlines)."""
     text = data.decode("utf-8", errors="replace")
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return read_header(text[:20000], path, consulted)
+    return read_header(text, path, consulted)
 
 
 def _read(path: Path) -> Header | None:
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return read_header(fh.read(20000), path)
+        with open(path, "rb") as fh:
+            return header_of_bytes(fh.read(), path)
     except OSError:
         return None
 
