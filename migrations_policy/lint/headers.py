@@ -171,26 +171,29 @@ class PhaseResolver:
                 self.by_revision.setdefault(header.revision, header)
 
     def _label(self, header: Header) -> str | None:
-        """The first expand/contract label down the history (memoized: long chains stay linear)."""
-        chain, current, label = [], header, None
-        while current is not None:
-            if current.revision in self._labels:
-                label = self._labels[current.revision]
-                break
-            if current.revision in chain:
-                break  # a cycle: alembic would refuse it; no label
-            chain.append(current.revision)
-            label = next((p for p in PHASES if p in current.branch_labels), None)
-            if label:
-                break
+        """The first expand/contract label down the history: the script's own, else its parent's; at a merge
+        point the first parent (in ``down_revision`` order) that has one.  Iterative (a history of thousands of
+        merges is no deeper a stack) and memoized per revision (long chains stay linear); a cycle has none."""
+        labels = self._labels
+        stack, entered = [header], set()
+        while stack:
+            current = stack[-1]
+            revision = current.revision
+            if revision in labels:
+                stack.pop()
+                continue
+            own = next((p for p in PHASES if p in current.branch_labels), None)
             downs = [self.by_revision[d] for d in current.down_revisions if d in self.by_revision]
-            if len(downs) > 1:  # a merge point: the first parent that has a label
-                label = next((found for found in map(self._label, downs) if found), None)
-                break
-            current = downs[0] if downs else None
-        for revision in chain:
-            self._labels[revision] = label
-        return label
+            if own or not downs:
+                labels[revision] = own
+                stack.pop()
+            elif revision not in entered:  # resolve the parents first
+                entered.add(revision)
+                stack.extend(d for d in reversed(downs) if d.revision not in labels and d.revision not in entered)
+            else:  # parents resolved, or on a cycle (no label)
+                labels[revision] = next((labels[d.revision] for d in downs if labels.get(d.revision)), None)
+                stack.pop()
+        return labels.get(header.revision)
 
     def header(self, path: Path) -> Header | None:
         return self.by_path[path] if path in self.by_path else self._read(path)
