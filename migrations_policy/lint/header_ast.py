@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import stat
 import sys
 from functools import lru_cache
 from pathlib import Path
@@ -141,10 +142,18 @@ def _roots(path: Path | None) -> list[Path]:
 def _load(file: str, stamp: tuple[int, int]) -> _Module | None:
     """The parsed module of *file* as of *stamp* (its mtime and size: an edited file is parsed again)."""
     try:
-        with open(file, encoding="utf-8", errors="replace") as fh:
+        fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO swapped in: no block at open
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with open(fd, encoding="utf-8", errors="replace", closefd=False) as fh:
             return _Module(_parse(fh.read(200_000)), Path(file))
     except OSError:
         return None
+    finally:
+        os.close(fd)
 
 
 def _find(dotted: str, near: Path | None, consulted: list[str] | None = None) -> _Module | None:
@@ -156,13 +165,13 @@ def _find(dotted: str, near: Path | None, consulted: list[str] | None = None) ->
     for base in candidates:
         for file in (base.with_suffix(".py"), base / "__init__.py"):
             try:
-                stat = file.stat()
+                found = file.stat()  # follows a symlink: a link to a FIFO or a device is not a module either
             except OSError:
                 continue
-            if not os.path.isdir(file):
+            if stat.S_ISREG(found.st_mode):  # only a regular file: opening a FIFO would block the run
                 if consulted is not None:
                     consulted.append(os.path.abspath(file))
-                return _load(str(file), (stat.st_mtime_ns, stat.st_size))
+                return _load(str(file), (found.st_mtime_ns, found.st_size))
     return None
 
 
