@@ -15,6 +15,7 @@ are an error (a typo must not silently disable a check).
 from __future__ import annotations
 
 import configparser
+import math
 import os
 import re
 import sys
@@ -40,12 +41,23 @@ def _as_list(value: Any) -> list[str]:
     return [part.strip() for part in str(value).replace("\n", ",").split(",") if part.strip()]
 
 
+#: The largest number a setting takes (a count, MiB, or seconds: 2**31-1 s is 68 years): what the OS calls
+#: (setrlimit, alarms, timeouts) can take it; beyond, or not finite, is a configuration error.
+_LARGEST = 2**31 - 1
+
+
 def _as_int(value: Any) -> int:
-    return int(str(value).strip())
+    number = int(str(value).strip())
+    if abs(number) > _LARGEST:
+        raise ValueError(f"{number} is out of range (at most {_LARGEST})")
+    return number
 
 
 def _as_float(value: Any) -> float:
-    return float(str(value).strip())
+    number = float(str(value).strip())
+    if not math.isfinite(number) or abs(number) > _LARGEST:
+        raise ValueError(f"{str(value).strip()} is not a finite number of at most {_LARGEST}")
+    return number
 
 
 def _as_str(value: Any) -> str:

@@ -84,7 +84,8 @@ def readers(registry: Iterable[Any], gone: Iterable[Destroyed]) -> dict[str, lis
         used = {table.lower(): {c.lower() for c in columns} for table, columns in migration.columns_used().items()}
         for table, column in gone:
             columns = used.get(table.lower())
-            if columns is not None and (column is None or column.lower() in columns):
+            if (table == m.ANY_TABLE and used) or (  # DROP TYPE ... CASCADE: any column read may be of that type
+                    columns is not None and (column is None or column.lower() in columns)):
                 found.setdefault(migration.name, []).append(describe((table, column)))
     return found
 
@@ -303,7 +304,7 @@ class _Watch:
         if self.busy:
             return
         with self._probing():
-            operations = from_sql(statement)
+            operations = from_sql(statement, (self.connection.dialect.name,))
             table_drops = [o for o in operations if o.kind == m.DROP_TABLE]
             gone = destroyed(o for o in operations if o.kind != m.DROP_TABLE)
             if table_drops:

@@ -33,7 +33,7 @@ from ..config import DIALECTS, Settings
 from ..errors import UsageError
 from .adoption import Selection, baseline_revisions, check_codes, select
 from .cache import Cache, cache_dir
-from .headers import PHASES, UNKNOWN, Header, PhaseResolver, read_header
+from .headers import PHASES, UNKNOWN, Header, PhaseResolver, header_of_bytes
 from .options import Options
 from .plugins import Plugins, plugins
 from .report import Finding, LintReport, printable
@@ -43,7 +43,7 @@ __all__ = ["run", "collect", "LintReport", "Finding"]
 
 def _read_head(path: Path) -> Header | None:
     try:
-        return read_header(path.read_text(encoding="utf-8", errors="replace")[:20000])
+        return header_of_bytes(path.read_bytes())
     except OSError:
         return None
 
@@ -84,12 +84,13 @@ def _walk(directory: Path, listings: dict[Path, list[Path]]) -> Iterable[Path]:
 
 def collect(paths: Iterable[str | Path], headers: dict | None = None,
             header_of: Callable[[Path], Header | None] = _read_head,
-            listings: dict[Path, list[Path]] | None = None) -> list[Path]:
+            listings: dict[Path, list[Path]] | None = None, unreadable: set[Path] | None = None) -> list[Path]:
     """Files to lint: given files as they are; in directories, ``*.py`` files declaring a revision (``Header.declared``:
     whether or not its value can be read without running the script).
 
     The headers read on the way (with *header_of*) are stored in *headers* (path -> ``Header``) when given;
-    each walked directory's ``*.py`` entries in *listings*.
+    each walked directory's ``*.py`` entries in *listings*; the files found in a directory that alembic would load
+    but whose revision id cannot be read statically in *unreadable* (``run`` reports them as MP000).
     """
     files: list[Path] = []
     listings = {} if listings is None else listings
@@ -106,6 +107,8 @@ def collect(paths: Iterable[str | Path], headers: dict | None = None,
                     headers[found] = header
                 if header.declared:  # also a revision whose value is not readable statically: never skipped
                     files.append(found)
+                    if header.revision is None and unreadable is not None and _alembic_loads(found):
+                        unreadable.add(found)
         elif path.is_file():
             files.append(path)
         elif path.exists():
@@ -113,6 +116,17 @@ def collect(paths: Iterable[str | Path], headers: dict | None = None,
         else:
             raise UsageError(f"{raw}: no such file or directory")
     return list(dict.fromkeys(files))
+
+
+def _alembic_loads(path: Path) -> bool:
+    """Whether alembic loads *path* from a versions directory (it skips ``__init__.py`` and editor locks ``.#*``)."""
+    return path.name != "__init__.py" and not path.name.startswith(".#")
+
+
+#: MP000 of a script in a linted directory whose revision id cannot be read without running it.
+UNREADABLE_HEADER = ("its revision id cannot be read without running the script (alembic loads every .py file "
+                     "of a versions directory; its phase and history are unknown): assign it as a literal, "
+                     "revision = \"<id>\", at the top level")
 
 
 def _phase_disagreements(files: list[Path], resolver: PhaseResolver) -> dict[Path, list]:
@@ -249,7 +263,8 @@ def run(
     cache = Cache(cache_dir() if not (url or replay) else None)
     headers: dict = {}
     listings: dict = {}
-    files = collect(paths, headers, cache.header, listings)
+    unreadable: set[Path] = set()
+    files = collect(paths, headers, cache.header, listings, unreadable)
     if replay is not None:
         from .scratch_db import target_dialect
 
@@ -305,6 +320,8 @@ def run(
             elif key and not any(hit[1] == "MP000" for hit in hits):
                 cache.put(key, hits, analysis.modules.get(index, ()))
         name = str(path)
+        if path in unreadable:
+            hits = [[1, "MP000", UNREADABLE_HEADER, "", "error"]]  # fails closed: never a silent skip
         if path in disagreements:
             hits = [disagreements[path], *hits]
         if path in sync_trigger_hits:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import ast
 import os
+import re
+import stat
 import sys
 from functools import lru_cache
 from pathlib import Path
@@ -41,21 +43,20 @@ def _parse(text: str) -> ast.Module:
 
 
 class _Module:
-    """A module's top-level constants and imports (alias -> dotted module, or (module, name))."""
+    """A module's top-level constants and imports (alias -> dotted module, or (module, name)).
+
+    ``bound``: every name the module binds at its top level in any way (assignment targets in tuples, lists,
+    starred, ``:=``, ``for``, ``with``, ``except``, ``import``, ``def``, ``class``, ``global`` in a function);
+    ``assigned`` holds the value of those whose value an assignment gives (first one wins)."""
 
     def __init__(self, tree: ast.Module, path: Path | None):
         self.path = path
         self.assigned: dict[str, ast.AST] = {}
+        self.bound: set[str] = set()
         self.modules: dict[str, str] = {}
         self.imported: dict[str, tuple[str, str]] = {}
         for node in tree.body:
-            if isinstance(node, ast.Assign):
-                for target in node.targets:
-                    if isinstance(target, ast.Name):
-                        self.assigned.setdefault(target.id, node.value)
-            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
-                self.assigned.setdefault(node.target.id, node.value)
-            elif isinstance(node, ast.Import):
+            if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname:
                         self.modules[alias.asname] = alias.name
@@ -66,11 +67,66 @@ class _Module:
                 base = self._absolute(node.module or "", node.level)
                 for alias in node.names:
                     self.imported[alias.asname or alias.name] = (base, alias.name)
+        for node in _top_level_nodes(tree):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    self._assign(target, node.value)
+            elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+                self._assign(node.target, node.value)
+            self.bound.update(_bound_names(node))
+
+    def _assign(self, target: ast.AST, value: ast.AST) -> None:
+        """Record ``target = value``, element by element for ``a, b = x, y`` and ``*_, a = [x, y]``."""
+        if isinstance(target, ast.Name):
+            self.assigned.setdefault(target.id, value)
+        elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)):
+            targets, values = target.elts, value.elts
+            if any(isinstance(v, ast.Starred) for v in values):
+                return
+            stars = [i for i, t in enumerate(targets) if isinstance(t, ast.Starred)]
+            if not stars and len(targets) == len(values):
+                pairs = zip(targets, values)
+            elif len(stars) == 1 and len(values) >= len(targets) - 1:
+                after = len(targets) - stars[0] - 1
+                pairs = [*zip(targets[:stars[0]], values), *zip(targets[len(targets) - after:],
+                                                                  values[len(values) - after:])]
+            else:
+                return
+            for one_target, one_value in pairs:
+                self._assign(one_target, one_value)
 
     def _absolute(self, module: str, level: int) -> str:
         if not level or self.path is None:
             return module
         return "\0" + str(self.path.parents[level - 1]) + ("/" + module.replace(".", "/") if module else "")
+
+
+def _top_level_nodes(tree: ast.Module):
+    """The nodes that run in the module's own scope (not inside a ``def``, ``class`` or ``lambda`` body)."""
+    stack = list(reversed(tree.body))
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            inner = [*getattr(node, "decorator_list", ()), *getattr(getattr(node, "args", None), "defaults", ()),
+                     *getattr(node, "bases", ())]
+            stack.extend(reversed(inner))
+            stack.extend(n for n in ast.walk(node) if isinstance(n, ast.Global))  # ``global x`` binds the module's x
+        else:
+            stack.extend(reversed(list(ast.iter_child_nodes(node))))
+
+
+def _bound_names(node: ast.AST) -> tuple[str, ...]:
+    if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+        return (node.id,)
+    if isinstance(node, ast.alias):
+        return ((node.asname or node.name).split(".")[0],)
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return (node.name,)
+    if isinstance(node, ast.Global):
+        return tuple(node.names)
+    name = getattr(node, "name", None) if isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) else None
+    return (name,) if isinstance(name, str) else ()
 
 
 def _roots(path: Path | None) -> list[Path]:
@@ -86,10 +142,18 @@ def _roots(path: Path | None) -> list[Path]:
 def _load(file: str, stamp: tuple[int, int]) -> _Module | None:
     """The parsed module of *file* as of *stamp* (its mtime and size: an edited file is parsed again)."""
     try:
-        with open(file, encoding="utf-8", errors="replace") as fh:
+        fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO swapped in: no block at open
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with open(fd, encoding="utf-8", errors="replace", closefd=False) as fh:
             return _Module(_parse(fh.read(200_000)), Path(file))
     except OSError:
         return None
+    finally:
+        os.close(fd)
 
 
 def _find(dotted: str, near: Path | None, consulted: list[str] | None = None) -> _Module | None:
@@ -101,13 +165,13 @@ def _find(dotted: str, near: Path | None, consulted: list[str] | None = None) ->
     for base in candidates:
         for file in (base.with_suffix(".py"), base / "__init__.py"):
             try:
-                stat = file.stat()
+                found = file.stat()  # follows a symlink: a link to a FIFO or a device is not a module either
             except OSError:
                 continue
-            if not os.path.isdir(file):
+            if stat.S_ISREG(found.st_mode):  # only a regular file: opening a FIFO would block the run
                 if consulted is not None:
                     consulted.append(os.path.abspath(file))
-                return _load(str(file), (stat.st_mtime_ns, stat.st_size))
+                return _load(str(file), (found.st_mtime_ns, found.st_size))
     return None
 
 
@@ -168,7 +232,16 @@ class _Resolver:
 
 def header_values(text: str, path: Path | None = None, consulted: list[str] | None = None) -> dict[str, object]:
     """The header assignments of *text* that resolve (see the module docstring)."""
-    module = _Module(_parse(text), path)
+    return header_facts(text, path, consulted)[0]
+
+
+def header_facts(text: str, path: Path | None = None,
+                 consulted: list[str] | None = None) -> tuple[dict[str, object], bool]:
+    """``header_values`` and whether the module may bind ``revision``: it binds the name at its top level in
+    any way, imports ``*``, or names ``revision`` elsewhere than in a comment or a bare string statement
+    (``globals()["revision"] = ...``, ``exec("revision = ...")``, ``setattr(module, "revision", ...)``)."""
+    tree = _parse(text)
+    module = _Module(tree, path)
     resolver = _Resolver(module, path, consulted)
     found = {}
     for name in NAMES:
@@ -176,4 +249,19 @@ def header_values(text: str, path: Path | None = None, consulted: list[str] | No
             value = resolver.value(module.assigned[name], module)
             if value is not _UNRESOLVED and not isinstance(value, _Module):
                 found[name] = value
-    return found
+    return found, bool({"revision", "*"} & module.bound) or _mentions(tree)
+
+
+_WORD = re.compile(r"\brevision\b")
+
+
+def _mentions(tree: ast.Module) -> bool:
+    bare = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)) and id(node) not in bare:
+            text = node.value if isinstance(node.value, str) else node.value.decode("latin-1")
+            if _WORD.search(text):
+                return True
+        elif "revision" in (getattr(node, "attr", None), getattr(node, "arg", None), getattr(node, "id", None)):
+            return True  # module.revision, f(revision=...), a name read
+    return False

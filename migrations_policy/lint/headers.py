@@ -97,7 +97,11 @@ def _requires_data(text: str) -> bool:
 
 
 def read_header(text: str, path: Path | None = None, consulted: list[str] | None = None) -> Header:
-    """The header of *text*; the files of the modules read to resolve it are appended to *consulted*."""
+    """The header of *text*; the files of the modules read to resolve it are appended to *consulted*.
+
+    ``declared`` fails closed: besides ``revision = ...`` at a line start, any way the module may bind the name
+    (``revision, down_revision = ...``, ``(revision := ...)``, ``for revision in ...``, ``globals()["revision"]``,
+    ``exec("revision = ...")``) counts, anywhere in the file (see ``header_ast.header_facts``)."""
     values: dict[str, object] = {}
     unresolved = False
     for name, raw in _HEADER.findall(text):
@@ -108,33 +112,36 @@ def read_header(text: str, path: Path | None = None, consulted: list[str] | None
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             values[name] = None
             unresolved = True
-    if unresolved:
-        from .header_ast import header_values
+    declared = isinstance(values.get("revision"), str) or bool(_DECLARES.search(text))
+    if unresolved or (not declared and "revision" in text):
+        from .header_ast import header_facts
 
-        values.update(header_values(text, path, consulted))
+        found, may_bind = header_facts(text, path, consulted)
+        values.update(found)
+        declared = declared or may_bind
     revision = values.get("revision")
     return Header(
         revision=revision if isinstance(revision, str) else None,
         down_revisions=_tuple(values.get("down_revision")),
         branch_labels=_tuple(values.get("branch_labels")),
         requires_data=_requires_data(text),
-        declared=isinstance(revision, str) or bool(_DECLARES.search(text)),
+        declared=declared or isinstance(revision, str),
         depends_on=_tuple(values.get("depends_on")),
     )
 
 
 def header_of_bytes(data: bytes, path: Path | None = None, consulted: list[str] | None = None) -> Header:
-    """``read_header`` of a file's bytes, decoded as ``_read`` reads it (UTF-8, universal newlines)."""
+    """``read_header`` of a file's bytes (all of them), decoded as ``_read`` reads it (UTF-8, universal newlines)."""
     text = data.decode("utf-8", errors="replace")
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return read_header(text[:20000], path, consulted)
+    return read_header(text, path, consulted)
 
 
 def _read(path: Path) -> Header | None:
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return read_header(fh.read(20000), path)
+        with open(path, "rb") as fh:
+            return header_of_bytes(fh.read(), path)
     except OSError:
         return None
 
@@ -164,26 +171,29 @@ class PhaseResolver:
                 self.by_revision.setdefault(header.revision, header)
 
     def _label(self, header: Header) -> str | None:
-        """The first expand/contract label down the history (memoized: long chains stay linear)."""
-        chain, current, label = [], header, None
-        while current is not None:
-            if current.revision in self._labels:
-                label = self._labels[current.revision]
-                break
-            if current.revision in chain:
-                break  # a cycle: alembic would refuse it; no label
-            chain.append(current.revision)
-            label = next((p for p in PHASES if p in current.branch_labels), None)
-            if label:
-                break
+        """The first expand/contract label down the history: the script's own, else its parent's; at a merge
+        point the first parent (in ``down_revision`` order) that has one.  Iterative (a history of thousands of
+        merges is no deeper a stack) and memoized per revision (long chains stay linear); a cycle has none."""
+        labels = self._labels
+        stack, entered = [header], set()
+        while stack:
+            current = stack[-1]
+            revision = current.revision
+            if revision in labels:
+                stack.pop()
+                continue
+            own = next((p for p in PHASES if p in current.branch_labels), None)
             downs = [self.by_revision[d] for d in current.down_revisions if d in self.by_revision]
-            if len(downs) > 1:  # a merge point: the first parent that has a label
-                label = next((found for found in map(self._label, downs) if found), None)
-                break
-            current = downs[0] if downs else None
-        for revision in chain:
-            self._labels[revision] = label
-        return label
+            if own or not downs:
+                labels[revision] = own
+                stack.pop()
+            elif revision not in entered:  # resolve the parents first
+                entered.add(revision)
+                stack.extend(d for d in reversed(downs) if d.revision not in labels and d.revision not in entered)
+            else:  # parents resolved, or on a cycle (no label)
+                labels[revision] = next((labels[d.revision] for d in downs if labels.get(d.revision)), None)
+                stack.pop()
+        return labels.get(header.revision)
 
     def header(self, path: Path) -> Header | None:
         return self.by_path[path] if path in self.by_path else self._read(path)

@@ -38,6 +38,7 @@ from alembic.operations import ops as aops
 from ..policy import model as m
 from ..policy import sqlite as sqlite_policy
 from ..policy.alembic_ops import from_alembic, from_statement
+from ..policy.sql import reading_for
 from .fakes import OFFLINE_RESULT, Harmless, OfflineBind, OfflineResultError, call_upgrade  # noqa: F401 - re-exported
 
 
@@ -286,7 +287,7 @@ def recording(dialect: str, filename: str, strict: bool = False) -> Iterator[Rec
     rec = Recording(filename)
     ctx = _offline_context(dialect, rec, strict)
     with _environment(ctx, as_sql=True, dialect_name=dialect), _proxy(_recording_operations(ctx, rec, execute=False)), \
-            _unknown_operations(rec):
+            _unknown_operations(rec), reading_for(dialect):
         yield rec
 
 
@@ -337,7 +338,7 @@ def run_online(upgrade: Callable[..., Any], ctx: MigrationContext, filename: str
     event.listen(connection, "before_cursor_execute", before_execute)
     error = None
     try:
-        with _environment(ctx), _proxy(ops):
+        with _environment(ctx), _proxy(ops), reading_for(connection.dialect.name):
             call_upgrade(upgrade, op)
     except BaseException as exc:  # noqa: BLE001 - the caller sorts it out
         error = exc

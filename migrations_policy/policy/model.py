@@ -47,6 +47,8 @@ TRUNCATE = "truncate"
 DYNAMIC_SQL = "dynamic_sql"  # SQL a DO block builds at run time (EXECUTE format(...)): not seen
 OTHER = "other"
 
+#: ``Operation.table`` of a drop whose tables are not known (``DROP TYPE t CASCADE`` drops its columns anywhere).
+ANY_TABLE = "*"
 DROPS = frozenset({DROP_TABLE, DROP_COLUMN, DROP_INDEX, DROP_CONSTRAINT, DROP_OTHER})
 RENAMES = frozenset({RENAME_TABLE, RENAME_COLUMN})
 TYPE_CHANGES = frozenset({ALTER_TYPE, CONVERT_CHARSET})

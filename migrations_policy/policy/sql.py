@@ -9,16 +9,24 @@ become ``other``.  A PostgreSQL ``DO`` block runs its body at once, so the
 statements of its body are classified too (``IF ... THEN ALTER TABLE ...``,
 ``EXECUTE 'constant SQL'``); SQL it builds at run time (``EXECUTE format(...)``)
 becomes a ``dynamic_sql`` operation (the linter warns, ``MP131``).  Function bodies
-(run when called, not when created) stay opaque.
+(run when called, not when created) stay opaque.  The text is read as each linted
+dialect's server would split it (``sql_scan``; ``reading_for`` / *dialects*), and
+what any reading finds counts: a statement hidden from one lexer is not hidden.
 """
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import lru_cache
+from typing import Iterator
+
+import re
 
 from . import model as m
 from .defaults import default_kind
-from .sql_lexer import NUMBER, OTHER, PUNCT, QUOTED, STRING, WORD, Tok, tokens  # noqa: F401 (re-exported)
+from .sql_lexer import NUMBER, OTHER, PUNCT, QUOTED, STRING, WORD, Tok, plain, tokens  # noqa: F401 (re-exported)
+from .sql_scan import READINGS, Reading
 
 _COLUMN_CONSTRAINT_WORDS = {"NOT", "NULL", "REFERENCES", "UNIQUE", "PRIMARY", "CHECK", "CONSTRAINT", "GENERATED",
                             "COLLATE", "COMMENT", "AUTO_INCREMENT", "ON", "AS", "STORED", "VIRTUAL", "PERSISTENT",
@@ -31,10 +39,10 @@ _DROP_TARGETS = {"CONSTRAINT": m.DROP_CONSTRAINT, "FOREIGN": m.DROP_CONSTRAINT, 
 _END = Tok(OTHER, "", "")
 
 
-def statements(sql: str) -> list[list[Tok]]:
-    """*sql* split into statements (lists of tokens) on top-level semicolons."""
+def statements(sql: str, reading: Reading | None = None) -> list[list[Tok]]:
+    """*sql* split into statements (lists of tokens) on top-level semicolons, as *reading* splits it."""
     result, current = [], []
-    for tok in tokens(sql):
+    for tok in tokens(sql, reading):
         if tok.kind == PUNCT and tok.value == ";":
             if current:
                 result.append(current)
@@ -201,8 +209,11 @@ def _alter_table_action(table: str, toks: list[Tok], base: m.Operation) -> list[
             return [base.with_(kind=m.RENAME_TABLE, table=table, name=cur.name())]
         if cur.peek().is_("CONSTRAINT", "INDEX", "KEY"):
             return [base.with_(kind=m.OTHER, table=table)]
-        cur.accept("COLUMN")
-        return [base.with_(kind=m.RENAME_COLUMN, table=table, column=cur.name())]
+        explicit = cur.accept("COLUMN")
+        column = cur.name()
+        if not explicit and not cur.peek().is_("TO"):  # MySQL's RENAME [TO|AS] is optional: RENAME new_name
+            return [base.with_(kind=m.RENAME_TABLE, table=table, name=column)]
+        return [base.with_(kind=m.RENAME_COLUMN, table=table, column=column)]
     if cur.accept("ALTER"):
         cur.accept("COLUMN")
         return _alter_column(table, cur, base)
@@ -224,9 +235,12 @@ def _alter_table_action(table: str, toks: list[Tok], base: m.Operation) -> list[
 
 
 def _alter(cur: _Cursor, base: m.Operation) -> list[m.Operation]:
+    cur.optional(("ONLINE",), ("IGNORE",))  # MariaDB's ALTER ONLINE TABLE, ALTER IGNORE TABLE
     if cur.accept("TABLE"):
         cur.optional(("IF", "EXISTS"), ("ONLY",))
         table = cur.name()
+        if cur.peek().kind == OTHER and cur.peek().value == "*":  # PostgreSQL: the table and its descendants
+            cur.i += 1
         ops = []
         for action in _split_top_level(cur.rest()):
             ops.extend(_alter_table_action(table, action, base))
@@ -271,6 +285,10 @@ def _drop(cur: _Cursor, base: m.Operation) -> list[m.Operation]:
         name = cur.name()
         table = cur.name() if cur.accept("ON") else None
         return [base.with_(kind=m.DROP_INDEX, name=name, table=table, concurrently=concurrently)]
+    if cur.peek().is_("DOMAIN", "TYPE") and _has(cur.rest(), "CASCADE"):  # drops the columns of that type too
+        what = _text(cur.rest()[:2]).lower()
+        return [base.with_(kind=m.DROP_OTHER, name=what),
+                base.with_(kind=m.DROP_COLUMN, table=m.ANY_TABLE, column=f"<every column of {what}>")]
     return [base.with_(kind=m.DROP_OTHER, name=_text(cur.rest()[:2]).lower())]
 
 
@@ -297,6 +315,8 @@ _BODY_LEADS = {"BEGIN", "THEN", "ELSE", "LOOP"}
 def _string_body(tok: Tok) -> str | None:
     """The text inside a string literal: ``$tag$...$tag$`` or ``'...'`` (None for other forms)."""
     raw = tok.raw
+    if raw[:2] in ("E'", "e'"):  # PostgreSQL's escape string: backslash escapes
+        return re.sub(r"\\(.)", r"\1", raw[2:-1].replace("''", "'"), flags=re.S) if raw.endswith("'") else None
     if raw.startswith("$"):
         end = raw.find("$", 1)
         tag = raw[:end + 1]
@@ -308,14 +328,14 @@ def _string_body(tok: Tok) -> str | None:
     return None
 
 
-def _do_block(toks: list[Tok], base: m.Operation) -> list[m.Operation]:
+def _do_block(toks: list[Tok], base: m.Operation, reading: Reading | None) -> list[m.Operation]:
     """``DO [LANGUAGE plpgsql] 'body'``: what the body's statements do, each found where a
     PL/pgSQL statement may start, plus ``EXECUTE 'constant SQL'``."""
     body = next((_string_body(t) for t in toks if t.kind == STRING), None)
     if body is None:
         return [base]
     found: list[m.Operation] = []
-    for statement in statements(body):
+    for statement in statements(body, reading):
         depth = 0
         for i, tok in enumerate(statement):
             if tok.kind == PUNCT and tok.value in "()":
@@ -324,7 +344,7 @@ def _do_block(toks: list[Tok], base: m.Operation) -> list[m.Operation]:
             if depth or tok.kind != WORD:
                 continue
             if tok.value in _BODY_STATEMENTS and (i == 0 or statement[i - 1].is_(*_BODY_LEADS)):
-                found.extend(classify_statement(statement[i:], _text(statement[i:])[:200]))
+                found.extend(classify_statement(statement[i:], _text(statement[i:])[:200], reading))
                 break
             if tok.value == "EXECUTE":
                 rest = statement[i + 1:]
@@ -333,27 +353,31 @@ def _do_block(toks: list[Tok], base: m.Operation) -> list[m.Operation]:
                 if sql is None:
                     found.append(base.with_(kind=m.DYNAMIC_SQL, text=_text(statement[i:])[:200]))
                 else:
-                    found.extend(_operations(sql))
+                    found.extend(_operations(sql, (reading,)))
                 break
     return found or [base]
 
 
-def classify_statement(toks: list[Tok], text: str = "") -> list[m.Operation]:
+def classify_statement(toks: list[Tok], text: str = "", reading: Reading | None = None) -> list[m.Operation]:
     """The operations of one statement (see ``statements``)."""
     base = m.Operation(kind=m.OTHER, source="sql", text=text)
     cur = _Cursor(toks)
     first = cur.peek()
     cur.i += 1
     if first.is_("DO"):
-        return _do_block(toks, base)
+        return _do_block(toks, base, reading)
     if first.is_("ALTER"):
         return _alter(cur, base)
     if first.is_("CREATE"):
         return _create(cur, base)
     if first.is_("DROP"):
         return _drop(cur, base)
-    if first.is_("RENAME") and cur.accept("TABLE"):
-        return [base.with_(kind=m.RENAME_TABLE, table=cur.name())]
+    if first.is_("RENAME") and cur.accept("TABLE"):  # RENAME TABLE a TO b, c TO d: every pair
+        return [base.with_(kind=m.RENAME_TABLE, table=_Cursor(pair).name()) for pair in _split_top_level(cur.rest())]
+    if first.is_("PREPARE", "EXECUTE") or _has(toks, "EXECUTE", "IMMEDIATE"):
+        return [base.with_(kind=m.DYNAMIC_SQL, name="prepared")]  # a prepared / EXECUTE IMMEDIATE statement: its SQL is not read
+    if first.is_("BEGIN") and cur.accept("NOT", "ATOMIC"):  # MariaDB's compound statement: its first statement
+        return classify_statement(cur.rest(), text, reading)
     if first.is_("TRUNCATE"):
         return [op.with_(kind=m.TRUNCATE) for op in _dml(cur, base, m.TRUNCATE)]
     for word, kind in (("UPDATE", m.UPDATE), ("DELETE", m.DELETE), ("INSERT", m.INSERT),
@@ -371,17 +395,47 @@ def classify_statement(toks: list[Tok], text: str = "") -> list[m.Operation]:
     return [base]
 
 
+#: The dialects ``from_sql`` reads for when its caller does not say (``reading_for``).
+_DIALECTS: ContextVar[tuple[str, ...] | None] = ContextVar("migrations_policy_sql_dialects", default=None)
+
+
+@contextmanager
+def reading_for(*dialects: str) -> Iterator[None]:
+    """Within it, ``from_sql`` reads SQL as *dialects*' servers do (the linter: the dialect recorded)."""
+    token = _DIALECTS.set(tuple(dialects))
+    try:
+        yield
+    finally:
+        _DIALECTS.reset(token)
+
+
+def _readings(dialects) -> tuple[Reading, ...]:
+    names = [{"mariadb": "mysql"}.get(d, d) for d in dialects or _DIALECTS.get() or READINGS]
+    if not all(name in READINGS for name in names):
+        names = list(READINGS)  # an unknown dialect: read as every server would
+    return tuple(reading for name in dict.fromkeys(names) for reading in READINGS[name])
+
+
 @lru_cache(maxsize=4096)
-def _operations(sql: str) -> tuple[m.Operation, ...]:
-    ops = []
-    for toks in statements(sql):
-        ops.extend(classify_statement(toks, _text(toks)[:200]))
+def _operations(sql: str, readings: tuple[Reading | None, ...]) -> tuple[m.Operation, ...]:
+    """The operations of every reading of *sql* (each reading's once; in order of first appearance)."""
+    ops: dict[m.Operation, None] = {}
+    seen: set[tuple[Tok, ...]] = set()
+    for reading in readings[:1] if plain(sql) else readings:
+        split = tuple(tuple(toks) for toks in statements(sql, reading))
+        if split in seen:
+            continue
+        seen.add(split)
+        for toks in split:
+            ops.update(dict.fromkeys(classify_statement(list(toks), _text(list(toks))[:200], reading)))
     return tuple(ops)
 
 
-def from_sql(sql: str) -> list[m.Operation]:
-    """Every operation in *sql* (one or more statements); memoized per distinct text."""
-    return list(_operations(sql))
+def from_sql(sql: str, dialects: tuple[str, ...] | None = None) -> list[m.Operation]:
+    """Every operation in *sql* (one or more statements) as any server of *dialects* would run it (default:
+    those of ``reading_for``, else every dialect): where servers or their settings split the text differently
+    (``sql_scan``), the operations of each reading; memoized per distinct text."""
+    return list(_operations(sql, _readings(dialects)))
 
 
 def dropped_triggers(sql: str) -> list[str]:

@@ -8,28 +8,18 @@ COLUMN c integer``) use only words, integers, plain quotes and ``(),;.=*``.  For
 those, ``_fast_tokens`` gives exactly what sqlparse gives (tests/lint compare
 both on generated input); anything else -- comments, ``$``, operators,
 backslashes, non-ASCII, numbers glued to letters or dots, the few keywords
-sqlparse lexes specially -- goes to sqlparse unchanged.  Results are memoized
-per distinct text.
+sqlparse lexes specially -- goes to sqlparse unchanged -- or, given a *reading* (``sql_scan.Reading``),
+is split as that dialect's server splits it (``sql_scan``), sqlparse lexing only
+the plain code between strings and comments.  Results are memoized per distinct
+text and reading.
 """
 
 from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import NamedTuple
 
-WORD, QUOTED, STRING, NUMBER, PUNCT, OTHER = "word", "quoted", "string", "number", "punct", "other"
-
-
-class Tok(NamedTuple):
-    """One token (a named tuple: built ~5x faster than a frozen dataclass)."""
-
-    kind: str
-    value: str  # keywords upper-cased; quoted identifiers unquoted
-    raw: str = ""  # as written
-
-    def is_(self, *words: str) -> bool:
-        return self.kind == WORD and self.value in words
+from .sql_tokens import NUMBER, OTHER, PUNCT, QUOTED, STRING, WORD, Tok  # noqa: F401 (re-exported)
 
 
 #: Texts made only of these characters may take the fast path.
@@ -105,11 +95,23 @@ def _sqlparse_tokens(sql: str) -> list[Tok]:
 
 
 @lru_cache(maxsize=4096)
-def _cached_tokens(sql: str) -> tuple[Tok, ...]:
+def _cached_tokens(sql: str, reading=None) -> tuple[Tok, ...]:
     fast = _fast_tokens(sql)
-    return tuple(fast if fast is not None else _sqlparse_tokens(sql))
+    if fast is not None:  # no comment, backslash, "#" or "$": every server splits it the same way
+        return tuple(fast)
+    if reading is None:
+        return tuple(_sqlparse_tokens(sql))
+    from .sql_scan import scan
+
+    return tuple(scan(sql, reading, _sqlparse_tokens))
 
 
-def tokens(sql: str) -> list[Tok]:
-    """Lex *sql*, dropping whitespace and comments and splitting multi-word keywords."""
-    return list(_cached_tokens(sql))
+def tokens(sql: str, reading=None) -> list[Tok]:
+    """Lex *sql*, dropping whitespace and comments and splitting multi-word keywords: as *reading*
+    (a ``sql_scan.Reading``) splits it, or sqlparse's dialect-blind way when None."""
+    return list(_cached_tokens(sql, reading))
+
+
+def plain(sql: str) -> bool:
+    """Whether every reading of *sql* gives the same tokens (the fast path applies)."""
+    return _fast_tokens(sql) is not None

@@ -1,16 +1,18 @@
-"""SQL that a DO block builds at run time: the linter cannot see what it does.
+"""SQL that a DO block or a prepared statement builds at run time: the linter cannot see what it does.
 
 ## What it does
 Warns about ``EXECUTE`` of a computed string inside a PostgreSQL ``DO`` block
-(``EXECUTE format('ALTER TABLE %I ...', t)``, ``EXECUTE 'DROP TABLE ' || t``).  The
-statements of a ``DO`` block and ``EXECUTE 'constant SQL'`` are checked like any other
-SQL; only SQL assembled while the block runs is out of reach.  Any phase.
+(``EXECUTE format('ALTER TABLE %I ...', t)``, ``EXECUTE 'DROP TABLE ' || t``), and about
+MySQL/MariaDB ``PREPARE s FROM ...``, ``EXECUTE s`` and ``EXECUTE IMMEDIATE ...`` (and a
+top-level PostgreSQL ``EXECUTE`` of a prepared statement), whatever the string.  The
+statements of a ``DO`` block and ``EXECUTE 'constant SQL'`` inside it are checked like
+any other SQL; only SQL assembled or prepared apart is out of reach.  Any phase.
 
 ## Why is this bad
 - **PostgreSQL**: the block can drop, rename or rewrite anything, under the locks the
   statement takes, and no rule looked at it: this is how raw SQL slipped past
   neutron's and keystone's checks.
-- **MySQL/MariaDB**, **SQLite**: there are no ``DO`` blocks with PL/pgSQL bodies.
+- **MySQL/MariaDB**: a prepared statement can do the same.  **SQLite**: nothing runs dynamic SQL.
 
 ## Example
 ```python
@@ -43,6 +45,8 @@ class DynamicSql(Rule):
 
     def check(self, verdict):
         if verdict.operation.kind == m.DYNAMIC_SQL:
+            if verdict.operation.name == "prepared":
+                return "a prepared statement (PREPARE / EXECUTE / EXECUTE IMMEDIATE) runs SQL the linter cannot read"
             return "a DO block runs SQL it builds at run time: not checked"
         return None
 
