@@ -117,9 +117,9 @@ def _at_stake(connection: Connection, registry: Any, probed: Iterable[Any]) -> d
     """{name: what a revision may not destroy (None: all it reads)} of the migrations not finished:
 
     * rows pending: all it reads;
-    * its tables or columns do not all exist (``remaining`` None) and the ledger does not say it
-      completed: it has not started (its expand has not run yet) or cannot run; the tables and
-      columns it uses that hold data (a row; a non-NULL value) are still the only copy;
+    * its tables or columns do not all exist (``remaining`` None), the ledger does not say it
+      completed, and it has not started (``_unstarted``: its expand has not run yet): the tables
+      and columns it uses that hold data (a row; a non-NULL value) are still the only copy;
     * complete, or gone after completing (retired): nothing."""
     from .data import ledger
     from .data.pending import absent
@@ -134,10 +134,27 @@ def _at_stake(connection: Connection, registry: Any, probed: Iterable[Any]) -> d
         elif p.remaining is None and states.get(p.name, {}).get("state") != ledger.COMPLETE:
             migration = registry[p.name]
             missing = {_key(item) for item in absent(connection, migration, inspector)}
+            if not _unstarted(migration, missing):
+                continue
             held = {_key(item) for item in _holding_data(connection, migration) if _key(item) not in missing}
             if held:
                 stakes[p.name] = held
     return stakes
+
+
+def _unstarted(migration: Any, missing: set[Destroyed]) -> bool:
+    """Whether a migration some of whose tables or columns are *missing* may not have moved its
+    data yet: its own table is there, and what is missing is a column it writes (a ``values``
+    target: its expand has not run), or cannot be told apart from one (the function form).  A
+    set-based migration missing only columns it reads was retired by the contract that dropped
+    them (its ledger row may predate the framework's: an adopted history)."""
+    table = migration.table_name.lower()
+    if (table, None) in missing:
+        return False
+    if migration.values is None:
+        return True
+    targets = {(table, column.lower()) for column in migration.values}
+    return any(item in targets for item in missing)
 
 
 def _holding_data(connection: Connection, migration: Any) -> list[Destroyed]:

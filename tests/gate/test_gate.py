@@ -255,3 +255,53 @@ def test_offline_sql_guards_what_the_online_gate_requires(expanded, capsys, back
     for statement in guards:
         with pytest.raises(sa.exc.DBAPIError), expanded.engine.begin() as conn:
             conn.exec_driver_sql(statement)
+
+
+def _replace_contract(app, body: str, revision: str = "r3_undeclared", depends_on: str | None = None) -> None:
+    """The example's contract replaced by *revision*, declaring nothing, whose upgrade() is *body*."""
+    import textwrap
+
+    root = app.ini.parent / "migrations" / "versions" / "contract"
+    (root / "0003_r3_drop_extra_name.py").unlink()
+    (root / "0003_r3_undeclared.py").write_text(
+        "from alembic import op\nimport sqlalchemy as sa\n\n"
+        f"revision = {revision!r}\ndown_revision = 'contract_root'\nbranch_labels = None\n"
+        f"depends_on = {depends_on!r}\n\n\n"
+        f"def upgrade() -> None:\n{textwrap.indent(body, '    ')}\n\n\ndef downgrade() -> None:\n    pass\n")
+
+
+@pytest.mark.parametrize("route", ["dbsync upgrade --contract", "alembic upgrade r3_undeclared"])
+def test_an_undeclared_drop_before_the_expand_has_run_is_refused(app, backend, route, capsys):
+    """At release 1 no data migration has moved anything: nodes_extra_to_meta cannot run yet (its
+    target column does not exist), so extra is still the only copy of its data.  A contract that
+    declares nothing and does not depend on the expand may not drop it (before: "retired")."""
+    import random
+
+    _replace_contract(app, random.choice(_OFFLINE_DROPS[:2]))
+    if route.startswith("dbsync"):
+        assert app.dbsync("upgrade", "--contract") == 4
+        assert "nodes_extra_to_meta" in capsys.readouterr().err
+    else:
+        with pytest.raises(CommandError, match="nodes_extra_to_meta"):
+            app.alembic_upgrade("r3_undeclared")
+    assert "extra" in app.columns("nodes") and "r3_undeclared" not in app.heads()
+    with app.engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT count(extra) FROM nodes")).scalar_one() == ROWS
+
+
+def test_a_migration_retired_before_the_ledger_existed_protects_nothing(expanded, capsys):
+    """Its source column dropped by an earlier contract, no ledger row (a history adopted after
+    the fact): a set-based migration missing only what it reads is retired, so a later revision
+    may drop the column it wrote."""
+    assert expanded.dbsync("online_data_migrations") == 0
+    assert expanded.dbsync("upgrade", "--contract") == 0  # drops nodes.extra and nodes.name
+    with expanded.engine.begin() as conn:
+        conn.exec_driver_sql("DELETE FROM migrations_policy_data_migrations")
+    root = expanded.ini.parent / "migrations" / "versions" / "contract"
+    (root / "0004_r4_drop_meta.py").write_text(
+        "from alembic import op\n\nrevision = 'r4_drop_meta'\n"
+        f"down_revision = {CONTRACT_HEAD!r}\nbranch_labels = None\ndepends_on = None\n\n\n"
+        "def upgrade() -> None:\n    op.drop_column('nodes', 'meta')\n\n\ndef downgrade() -> None:\n    pass\n")
+    capsys.readouterr()
+    assert expanded.dbsync("upgrade", "--contract") == 0, capsys.readouterr().err
+    assert "meta" not in expanded.columns("nodes")
