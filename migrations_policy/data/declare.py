@@ -319,10 +319,19 @@ def key_bound(value: Any) -> Any:
     claims and probe windows step past the last key, which may be the column type's limit
     (2,147,483,647 for INTEGER): bound as the column's own type, PostgreSQL refused the
     statement ("integer out of range"), so a table with keys near the limit could never be
-    migrated, nor its migration proved complete."""
+    migrated, nor its migration proved complete.
+
+    A step past BIGINT's own limit (keys near 2**63 - 1) cannot be bound at all (SQLite's
+    driver, PostgreSQL, MariaDB refuse it): it is clamped to the limit, which no key can
+    exceed, so ``key <= bound`` and ``key > bound`` select what they would have.  (Below the
+    lower limit the clamp would leave out a key equal to it: range stepping, the one walk that
+    steps below a key, runs only on keys within +-2**62.)"""
     if isinstance(value, int) and not isinstance(value, bool):
-        return sa.literal(value, sa.BigInteger())
+        return sa.literal(min(max(value, -_BIGINT_LIMIT), _BIGINT_LIMIT - 1), sa.BigInteger())
     return value
+
+
+_BIGINT_LIMIT = 2**63
 
 
 @dataclass(frozen=True)

@@ -177,7 +177,7 @@ class _Walk:
             self.resumed_from = resume
             report.strategy_note = f"resumed after {m.key} {resume} (where the last run stopped)"
         if density is not None:
-            if density >= DENSE_THRESHOLD:
+            if density >= DENSE_THRESHOLD and self.integer_keys:  # steps stay within BIGINT
                 report.strategy, self.cursor, self.high = "range", low - 1, high
                 return
             why = (f"keyset pagination: pending keys are sparse "
