@@ -104,12 +104,17 @@ def unfinished_readers(connection: Connection, registry: Any, gone: Iterable[Des
     probed = {p.name: p for p in known if p.name in wanted}
     probed.update((p.name, p) for p in pending_migrations(
         connection, [registry[name] for name in wanted if name not in probed]))
-    stakes = _at_stake(connection, registry, probed.values())
+    return _losing(registry, probed, _at_stake(connection, registry, probed.values()), gone)
+
+
+def _losing(registry: Any, pending: dict[str, Any], stakes: dict[str, set[Destroyed] | None],
+            gone: list[Destroyed]) -> dict[str, tuple[Any, list[str]]]:
+    """{name: (its PendingMigration, what of *gone* it may not lose)} of the migrations in *stakes*."""
     found = {}
     for name, stake in stakes.items():
         what = readers([registry[name]], [g for g in gone if stake is None or _key(g) in stake]).get(name)
         if what:
-            found[name] = (probed[name], what)
+            found[name] = (pending[name], what)
     return found
 
 
@@ -287,9 +292,7 @@ class _Watch:
         that cannot query (SQLite's authorizer) and the final check decide against these.  *complete*:
         those an earlier revision of the run found complete, not probed again (proving a migration
         complete reads its table; like the gate's verdict, it stands for the run); grows."""
-        from .data.pending import pending_migrations
-
-        from .data.pending import absent
+        from .data.pending import absent, pending_migrations
 
         with self._probing():
             probed = pending_migrations(self.connection, [m for m in self.registry
@@ -341,13 +344,7 @@ class _Watch:
         return bool(found)
 
     def _found(self, gone: list[Destroyed]) -> dict[str, tuple[Any, list[str]]]:
-        found = {}
-        for name, pending in self.unfinished.items():
-            stake = self.stakes[name]
-            what = readers([self.registry[name]], [g for g in gone if stake is None or _key(g) in stake]).get(name)
-            if what:
-                found[name] = (pending, what)
-        return found
+        return _losing(self.registry, self.unfinished, self.stakes, gone)
 
     def verify(self) -> None:
         """After ``upgrade()``: every table and column an unfinished migration read at the start is
