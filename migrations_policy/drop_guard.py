@@ -54,7 +54,9 @@ from .policy import model as m
 #: Operations after which a migration reading the table (column None) or column cannot finish
 #: (TRUNCATE leaves the table but none of its rows).
 _DESTROYING_TABLE = (m.DROP_TABLE, m.RENAME_TABLE, m.TRUNCATE)
-_DESTROYING_COLUMN = (m.DROP_COLUMN, m.RENAME_COLUMN)
+#: A type change (not a widening: ``WIDEN_VARCHAR``) may rewrite any value, in any row
+#: (``USING``, a lossy cast), so it is judged like a drop of the column.
+_DESTROYING_COLUMN = (m.DROP_COLUMN, m.RENAME_COLUMN, *m.TYPE_CHANGES)
 _BATCH_PREFIX = "_alembic_tmp_"
 
 Destroyed = tuple[str, "str | None"]  # (table, column); column None: the whole table
