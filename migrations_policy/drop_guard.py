@@ -79,15 +79,20 @@ def describe(item: Destroyed) -> str:
 
 def readers(registry: Iterable[Any], gone: Iterable[Destroyed]) -> dict[str, list[str]]:
     """{data migration name: ["nodes.extra", ...]}: the declared migrations that read (or write)
-    a table or column in *gone*.  Names compare case-insensitively (MariaDB, SQLite)."""
+    a table or column in *gone*: the columns its expressions name and every column its ``sa.table``
+    declares; every column of its table when it may read some no expression names (the function
+    form, SQL text).  Names compare case-insensitively (MariaDB, SQLite)."""
     gone = list(gone)
     found: dict[str, list[str]] = {}
     for migration in registry:
         used = {table.lower(): {c.lower() for c in columns} for table, columns in migration.columns_used().items()}
+        own = migration.table_name.lower()
+        used.setdefault(own, set()).update(c.name.lower() for c in migration.table.c)
+        every = own if migration.reads_unnamed_columns else None
         for table, column in gone:
             columns = used.get(table.lower())
             if (table == m.ANY_TABLE and used) or (  # DROP TYPE ... CASCADE: any column read may be of that type
-                    columns is not None and (column is None or column.lower() in columns)):
+                    columns is not None and (column is None or column.lower() in columns or table.lower() == every)):
                 found.setdefault(migration.name, []).append(describe((table, column)))
     return found
 
@@ -223,17 +228,17 @@ class _Sample(NamedTuple):
 
 def _sample(connection: Connection, migration: Any, stake: set[Destroyed] | None) -> _Sample | None:
     """Rows holding values at stake in the migration's own table (None: none there)."""
-    from .data.pending import PROBE_WINDOW, absent
+    from .data.pending import PROBE_WINDOW
 
     table = migration.table_name
-    missing = {_key(item) for item in absent(connection, migration, sa.inspect(connection))}
-    if (table.lower(), None) in missing:
+    inspector = sa.inspect(connection)
+    if not inspector.has_table(table):
         return None
+    present = {c["name"].lower() for c in inspector.get_columns(table)}
     declared = migration.table.c  # the migration's own columns, as its expressions name them
-    columns = tuple(sorted(c.name for c in declared if c.name != migration.key
-                           and (table.lower(), c.name.lower()) not in missing
+    columns = tuple(sorted(c.name for c in declared if c.name != migration.key and c.name.lower() in present
                            and (stake is None or (table.lower(), c.name.lower()) in stake)))
-    if not columns:
+    if not columns or migration.key.lower() not in present:
         return None
     key = migration.key_column
     rows: dict[Any, tuple] = {}
@@ -249,13 +254,22 @@ def _sample(connection: Connection, migration: Any, stake: set[Destroyed] | None
 def _changed(connection: Connection, migration: Any, sample: _Sample) -> list[Destroyed]:
     """What of *sample* the revision destroyed: its table when sampled rows are gone; a column
     whose non-NULL values were changed (set to NULL, cast to another type, added again empty)."""
+    inspector = sa.inspect(connection)
+    if not inspector.has_table(sample.table):
+        return [(sample.table, None)]
+    present = {c["name"].lower() for c in inspector.get_columns(sample.table)}
+    if migration.key.lower() not in present:
+        return [(sample.table, None)]
+    gone = [(sample.table, c) for c in sample.columns if c.lower() not in present]
+    kept = [(i, c) for i, c in enumerate(sample.columns) if c.lower() in present]
     key, declared = migration.key_column, migration.table.c
     now = {row[0]: tuple(row[1:]) for row in connection.execute(
-        sa.select(key, *(declared[c] for c in sample.columns)).where(key.in_(list(sample.rows))))}
+        sa.select(key, *(declared[c] for _, c in kept)).where(key.in_(list(sample.rows))))}
     if len(now) < len(sample.rows):
         return [(sample.table, None)]
-    return [(sample.table, column) for i, column in enumerate(sample.columns)
-            if any(before[i] is not None and not _same(now[k][i], before[i]) for k, before in sample.rows.items())]
+    return gone + [(sample.table, column) for j, (i, column) in enumerate(kept)
+                   if any(before[i] is not None and not _same(now[k][j], before[i])
+                          for k, before in sample.rows.items())]
 
 
 def _same(now: Any, before: Any) -> bool:

@@ -177,6 +177,17 @@ class DataMigration:
                     used.setdefault(table.name, set()).add(element.name)
         return used
 
+    @functools.cached_property
+    def reads_unnamed_columns(self) -> bool:
+        """Whether the migration may read columns of its table that no expression names: the
+        function form (its Python reads what it likes), or a ``values``/``pending`` holding SQL
+        text (``sa.text``, ``literal_column``)."""
+        if self.migrate is not None:
+            return True
+        expressions = [self.pending, *[v for v in self.values.values() if isinstance(v, sa.ClauseElement)]]
+        return any(isinstance(element, sa.TextClause) or (isinstance(element, sa.ColumnClause) and element.table is None)
+                   for expression in expressions for element in sa.sql.visitors.iterate(expression))
+
     def parse_options(self, raw: Mapping[str, str]) -> dict[str, Any]:
         """``--option`` strings for this migration, converted to the defaults' types."""
         parsed = dict(self.options)

@@ -305,3 +305,49 @@ def test_a_migration_retired_before_the_ledger_existed_protects_nothing(expanded
     capsys.readouterr()
     assert expanded.dbsync("upgrade", "--contract") == 0, capsys.readouterr().err
     assert "meta" not in expanded.columns("nodes")
+
+
+_UNNAMED_READERS = {  # a migration copying nodes.extra to meta, reading extra where no expression names it
+    "literal_column": ('nodes = sa.table("nodes", sa.column("id", sa.Integer), sa.column("meta", sa.Text))\n'
+                       'm = DataMigration("meta_from_extra", table=nodes, key="id",\n'
+                       '                  values={"meta": sa.literal_column("extra")})\n'),
+    "function, declared in its table": (
+        'nodes = sa.table("nodes", sa.column("id", sa.Integer), sa.column("extra", sa.Text),\n'
+        '                 sa.column("meta", sa.Text))\n\n\n'
+        '@data_migration("meta_from_extra", table=nodes, key="id", pending=nodes.c.meta.is_(None))\n'
+        'def m(connection, batch):\n'
+        '    connection.execute(sa.update(nodes).where(batch.where).values(meta=nodes.c.extra))\n'),
+    "function, SQL text": (
+        'nodes = sa.table("nodes", sa.column("id", sa.Integer), sa.column("meta", sa.Text))\n\n\n'
+        '@data_migration("meta_from_extra", table=nodes, key="id", pending=nodes.c.meta.is_(None))\n'
+        'def m(connection, batch):\n'
+        '    for key in connection.execute(sa.select(nodes.c.id).where(batch.where)).scalars().all():\n'
+        '        connection.execute(sa.text("UPDATE nodes SET meta = extra WHERE id = :k"), {"k": key})\n'),
+}
+
+
+@pytest.mark.parametrize("form", sorted(_UNNAMED_READERS))
+def test_a_column_read_where_no_expression_names_it_is_protected(expanded, capsys, form):
+    """A migration may read a column that none of its key, values or pending names: its sa.table
+    declares it, or its function or SQL text reads it.  Until it is complete, a contract that
+    declares nothing may not drop that column (before: applied, its 300 rows lost)."""
+    import random
+
+    from ..helpers import forget_example_modules
+
+    (expanded.ini.parent / "inventory" / "data_migrations.py").write_text(
+        "import sqlalchemy as sa\nfrom migrations_policy.data import DataMigration, data_migration\n\n"
+        + _UNNAMED_READERS[form])
+    forget_example_modules()
+    drops = ('op.drop_column("nodes", "extra")', 'op.execute("ALTER TABLE nodes DROP COLUMN extra")',
+             'with op.batch_alter_table("nodes") as batch:\n    batch.drop_column("extra")')
+    _replace_contract(expanded, 'op.drop_sync_trigger("nodes", old="extra", new="meta")\n'
+                                'op.drop_sync_trigger("nodes", old="name", new="display_name")\n'
+                      + random.choice(drops), depends_on=EXPAND_HEAD)
+    capsys.readouterr()
+    assert expanded.dbsync("upgrade", "--contract") == 4
+    assert "meta_from_extra" in capsys.readouterr().err
+    assert "extra" in expanded.columns("nodes") and "r3_undeclared" not in expanded.heads()
+    assert expanded.dbsync("online_data_migrations") == 0
+    assert expanded.dbsync("upgrade", "--contract") == 0  # once it is complete
+    assert "extra" not in expanded.columns("nodes")
