@@ -276,13 +276,52 @@ def _same(now: Any, before: Any) -> bool:
     return now == before or (now != now and before != before)  # NaN is NaN
 
 
+def home_schema(connection: Connection) -> str:
+    """The schema (PostgreSQL), database (MariaDB/MySQL) or ``main`` (SQLite) the run's unqualified
+    table names resolve to as it starts."""
+    dialect = connection.dialect.name
+    if dialect == "postgresql":
+        return connection.execute(sa.select(sa.func.current_schema())).scalar()
+    if dialect in ("mysql", "mariadb"):
+        return connection.execute(sa.select(sa.func.database())).scalar()
+    return "main"
+
+
+def _shadowed(connection: Connection, home: str, tables: Iterable[str]) -> list[str]:
+    """Of *tables*, those whose unqualified name no longer resolves to the one in *home*: a
+    temporary table of that name (PostgreSQL, SQLite), a changed ``search_path`` (PostgreSQL) or
+    current database (``USE``, MariaDB/MySQL).  The guard's probes read unqualified names, so they
+    would judge that other table while the revision drops the real one."""
+    tables = sorted({t.lower() for t in tables})
+    dialect = connection.dialect.name
+    if dialect in ("mysql", "mariadb"):
+        return tables if connection.execute(sa.select(sa.func.database())).scalar() != home else []
+    if dialect == "postgresql":
+        c = sa.table("pg_class", sa.column("oid"), sa.column("relnamespace"))
+        n = sa.table("pg_namespace", sa.column("oid"), sa.column("nspname"))
+        found = []
+        for table in tables:
+            resolved = connection.execute(sa.select(n.c.nspname).select_from(c.join(n, n.c.oid == c.c.relnamespace))
+                                          .where(c.c.oid == sa.func.to_regclass(sa.func.quote_ident(table)))).scalar()
+            if resolved is not None and resolved != home:
+                found.append(table)
+        return found
+    if dialect == "sqlite":
+        temp = sa.table("sqlite_temp_master", sa.column("type"), sa.column("name"))
+        names = {name.lower() for name in connection.execute(sa.select(temp.c.name).where(temp.c.type.in_(
+            ("table", "view")))).scalars()}
+        return [t for t in tables if t in names]
+    return []
+
+
 class _Watch:
     """One revision's watch: every path it can drop by asks :func:`readers` (see the module doc)."""
 
     def __init__(self, connection: Connection, registry: Any, revision: str, refuse: Callable[..., BaseException],
-                 settled: Iterable[str]):
+                 settled: Iterable[str], home: str | None = None):
         self.connection, self.registry, self.revision, self.refuse = connection, registry, revision, refuse
         self.settled = set(settled)
+        self.home = home if home is not None else home_schema(connection)
         self.busy = False  # the guard's own probes run on this connection
         self.sqlalchemy_depth = 0  # SQLAlchemy is executing a statement judged at before_cursor_execute
         self.allowed: set[Destroyed] = set()  # what a statement check let go (its readers were finished)
@@ -311,6 +350,7 @@ class _Watch:
         from .data.pending import absent, pending_migrations
 
         with self._probing():
+            self._refuse_shadows([m for m in self.registry if m.name not in self.settled])
             probed = pending_migrations(self.connection, [m for m in self.registry
                                                           if m.name not in self.settled and m.name not in complete])
             complete.update(p.name for p in probed if p.remaining == 0)
@@ -339,13 +379,20 @@ class _Watch:
 
         if self.busy:
             return
-        with self._probing():
+        with self._probing():  # no query unless the statement drops or shadows (autocommit blocks)
             operations = from_sql(statement, (self.connection.dialect.name,))
+            watched = [self.registry[name] for name in self.unfinished]  # as probed before any shadow
+            used = {t.lower() for mg in watched for t in mg.columns_used()}
+            created = {o.table.lower() for o in operations if o.kind == m.CREATE_TABLE and o.table} & used
+            if created:  # a temporary twin of a table a migration uses
+                self._refuse_shadows(watched, [t for t in created if sa.inspect(self.connection).has_table(t)])
             table_drops = [o for o in operations if o.kind == m.DROP_TABLE]
             gone = destroyed(o for o in operations if o.kind != m.DROP_TABLE)
             if table_drops:
                 gone += (_batch_drops(self.connection, table_drops) if self.connection.dialect.name == "sqlite"
                          else destroyed(table_drops))
+            if gone:
+                self._refuse_shadows(watched)
             found = unfinished_readers(self.connection, self.registry, gone, skip=self.settled) if gone else {}
         if found:
             raise self._refuse(found)
@@ -359,6 +406,22 @@ class _Watch:
             self.refused.update(found)
         return bool(found)
 
+    def _refuse_shadows(self, migrations: list[Any], creating: Iterable[str] = (), committed: bool = False) -> None:
+        """Refuse when a table one of *migrations* uses is, or is about to be (*creating*), hidden
+        behind another of its name (``_shadowed``): nothing the guard reads there could be trusted.
+        As a revision starts, for every migration the gate did not judge (its probe would be the
+        one fooled); later in the revision, for those unfinished as it started."""
+        used = {t.lower() for mg in migrations for t in mg.columns_used()}
+        hidden = sorted(set(_shadowed(self.connection, self.home, used)) | (set(creating) & used))
+        if not hidden:
+            return
+        found = {mg.name: (_NotJudged(mg.name), [f"{t} (hidden behind another table of that name: a temporary "
+                                                  f"table, search_path or USE; the guard reads {self.home}.{t})"
+                                                  for t in hidden if t in {u.lower() for u in mg.columns_used()}])
+                 for mg in migrations}
+        raise self._refuse({name: item for name, item in found.items() if item[1]},
+                           **({"committed": not _rolls_back(self.connection)} if committed else {}))
+
     def _found(self, gone: list[Destroyed]) -> dict[str, tuple[Any, list[str]]]:
         return _losing(self.registry, self.unfinished, self.stakes, gone)
 
@@ -368,6 +431,7 @@ class _Watch:
         from .data.pending import absent
 
         with self._probing():
+            self._refuse_shadows([self.registry[name] for name in self.unfinished], committed=True)
             inspector = sa.inspect(self.connection)
             vanished = [item for name in self.unfinished for item in absent(self.connection, self.registry[name],
                                                                               inspector)
@@ -380,6 +444,15 @@ class _Watch:
                     if _key(item) not in self.allowed)))
         if found:
             raise self._refuse(found, committed=not _rolls_back(self.connection))
+
+
+class _NotJudged(NamedTuple):
+    """A migration the guard could not probe (its tables hidden): what a refusal names it by."""
+
+    name: str
+    remaining: None = None
+    state: str = "not judged"
+    estimated: bool = False
 
 
 def _rolls_back(connection: Connection) -> bool:
@@ -396,7 +469,7 @@ def _rolls_back(connection: Connection) -> bool:
 @contextlib.contextmanager
 def watching(connection: Connection, registry: Any, revision: str,
              refuse: Callable[..., BaseException], settled: Iterable[str] = (),
-             complete: set[str] | None = None) -> Iterator[None]:
+             complete: set[str] | None = None, home: str | None = None) -> Iterator[None]:
     """While the block runs *revision*, refuse (raise ``refuse(revision, found)``) anything on
     *connection* that drops or renames what an unfinished migration reads: each statement SQLAlchemy
     sends (``before_cursor_execute``), each one sent to the driver directly (``raw_paths``), and,
@@ -405,10 +478,12 @@ def watching(connection: Connection, registry: Any, revision: str,
     before the run (complete, or forced), which are not probed again — the gate's verdict stands for
     them (a contract that removed the sync triggers first lets release N+1's writes leave the old
     columns behind, on purpose).  *complete*: the run's migrations found complete by an earlier
-    revision's watch (see ``_Watch.start``); pass the same set to every revision of a run."""
+    revision's watch (see ``_Watch.start``); pass the same set to every revision of a run.  *home*:
+    ``home_schema`` as the run started (a revision may change what unqualified names resolve to:
+    such a change is refused, ``_shadowed``)."""
     from . import raw_paths
 
-    watch = _Watch(connection, registry, revision, refuse, settled)
+    watch = _Watch(connection, registry, revision, refuse, settled, home)
     watch.start(set() if complete is None else complete)
 
     def before_cursor_execute(conn, cursor, statement, parameters, context, executemany):

@@ -215,11 +215,14 @@ def _watch_drops(context: Any, connection: Any, steps: list, registry: Any, judg
                                 how_to_finish(context.config))
 
     complete: set[str] = set()  # found complete by a revision's watch: not probed again this run
+    home: list[str] = []  # where unqualified names resolve as the run's first revision starts
 
     def watched(revision: str, migration_fn: Callable) -> Callable:
         @functools.wraps(migration_fn)  # alembic names the step after the function ("upgrade")
         def migrate(**kw: Any) -> Any:
-            with drop_guard.watching(connection, registry, revision, refuse, settled=judged, complete=complete):
+            home[:] = home or [drop_guard.home_schema(connection)]  # inside the revision's transaction
+            with drop_guard.watching(connection, registry, revision, refuse, settled=judged, complete=complete,
+                                     home=home[0]):
                 return migration_fn(**kw)
 
         return migrate
