@@ -29,8 +29,9 @@ rows that migration has not moved yet.  So what a revision *does* decides too:
   still be there unless a check above let it go: whatever path no hook saw (a
   cursor class built by hand, libpq, a driver's private call) is refused there.
   Names are not enough (a column dropped and added again under its name, a table
-  emptied, a type changed): rows sampled at the start at both ends of the key
-  (``SAMPLE_ROWS``) must still be there, each non-NULL value unchanged.
+  emptied, a type changed): of the rows sampled at the start at both ends of the
+  key (``SAMPLE_ROWS``), some must still be there, and each column must keep some of
+  its sampled non-NULL values (release N's own writes meanwhile change some, not all).
   PostgreSQL and SQLite roll the revision's transaction back; where the DDL had
   committed (MariaDB/MySQL; SQLite after a script's ``executescript``, which commits
   first) the revision is not recorded and ``refuse(..., committed=True)`` says what
@@ -55,7 +56,9 @@ from .policy import model as m
 #: (TRUNCATE leaves the table but none of its rows).
 _DESTROYING_TABLE = (m.DROP_TABLE, m.RENAME_TABLE, m.TRUNCATE)
 #: A type change (not a widening: ``WIDEN_VARCHAR``) may rewrite any value, in any row
-#: (``USING``, a lossy cast), so it is judged like a drop of the column.
+#: (``USING``, a lossy cast), so it is judged like a drop of the column.  Not MySQL's raw
+#: ``MODIFY``/``CHANGE``, which restate the type to change only the nullability or a default:
+#: there the check after ``upgrade()`` compares the values.
 _DESTROYING_COLUMN = (m.DROP_COLUMN, m.RENAME_COLUMN, *m.TYPE_CHANGES)
 _BATCH_PREFIX = "_alembic_tmp_"
 
@@ -68,7 +71,8 @@ def destroyed(operations: Iterable[m.Operation]) -> list[Destroyed]:
     for operation in operations:
         if operation.kind in _DESTROYING_TABLE and operation.table:
             found.append((operation.table, None))
-        elif operation.kind in _DESTROYING_COLUMN and operation.table and operation.column:
+        elif operation.kind in _DESTROYING_COLUMN and operation.table and operation.column \
+                and not (operation.kind in m.TYPE_CHANGES and operation.only_on == "mysql"):
             found.append((operation.table, operation.column))
     return list(dict.fromkeys(found))
 
@@ -252,8 +256,10 @@ def _sample(connection: Connection, migration: Any, stake: set[Destroyed] | None
 
 
 def _changed(connection: Connection, migration: Any, sample: _Sample) -> list[Destroyed]:
-    """What of *sample* the revision destroyed: its table when sampled rows are gone; a column
-    whose non-NULL values were changed (set to NULL, cast to another type, added again empty)."""
+    """What of *sample* the revision destroyed: its table when every sampled row is gone; a column
+    when every sampled non-NULL value of it changed (set to NULL, cast to another type, added
+    again empty or with a default).  Release N keeps writing while a revision runs (PostgreSQL's
+    and MariaDB's statements see its commits): it updates and deletes some rows, not all."""
     inspector = sa.inspect(connection)
     if not inspector.has_table(sample.table):
         return [(sample.table, None)]
@@ -265,11 +271,14 @@ def _changed(connection: Connection, migration: Any, sample: _Sample) -> list[De
     key, declared = migration.key_column, migration.table.c
     now = {row[0]: tuple(row[1:]) for row in connection.execute(
         sa.select(key, *(declared[c] for _, c in kept)).where(key.in_(list(sample.rows))))}
-    if len(now) < len(sample.rows):
+    if not now:
         return [(sample.table, None)]
-    return gone + [(sample.table, column) for j, (i, column) in enumerate(kept)
-                   if any(before[i] is not None and not _same(now[k][j], before[i])
-                          for k, before in sample.rows.items())]
+    changed = []
+    for j, (i, column) in enumerate(kept):
+        held = [(k, before[i]) for k, before in sample.rows.items() if before[i] is not None and k in now]
+        if held and not any(_same(now[k][j], value) for k, value in held):
+            changed.append((sample.table, column))
+    return gone + changed
 
 
 def _same(now: Any, before: Any) -> bool:
