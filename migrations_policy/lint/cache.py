@@ -13,9 +13,9 @@ to disable).  It holds two maps:
   older than the index file itself is "racy" (the file may have changed again within
   the same clock tick) and is re-read.
 * ``results``: findings (with each rule's default severity) keyed by the content
-  hash, the phase and the options, with the local modules the script imported
-  (path and sha256, as reported by the worker that ran it): a result whose helper
-  module changed (or is gone) is not used.
+  hash, the phase and the options, with the local modules the script imported and
+  the files it read (path and sha256, as reported by the worker that ran it,
+  ``reads``): a result whose helper module or data file changed (or is gone) is not used.
 
 Both belong to a fingerprint of the installed linter (version, Python's bytecode tag,
 and the size and mtime of every ``policy`` / ``lint`` module): a file written by
@@ -162,8 +162,8 @@ class Cache:
         if not (isinstance(found, list) and len(found) == 2):
             return None
         hits, modules = found
-        for path, digest in modules:
-            if self.digest(Path(path)) != digest:
+        for path, digest in modules:  # digest "" (reads.ABSENT): a file read while absent, still absent
+            if (self.digest(Path(path)) or "") != digest:
                 return None
         return hits
 

@@ -24,8 +24,9 @@ nor write into the report, nor stop the run:
 
 To the parent it writes length-prefixed marshal frames on stdout:
 ``("start", index)`` when a child is forked, ``("done", index, hits, internal, modules)``
-when it is judged and ``("end",)`` last (``channel`` checks them); *internal* is None or ``(message, traceback)``, *modules* the
-``(path, sha256)`` of the local modules the script imported (the cache depends on them).
+when it is judged and ``("end",)`` last (``channel`` checks them); *internal* is None or
+``(message, traceback)``, *modules* the ``(path, sha256)`` of the local modules the script imported
+and of the files it read (``reads``): the cache depends on them.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ import struct
 import sys
 import time
 from collections import deque
+
+from .reads import dependencies, watch
 
 # Bound before any script runs: a script that replaces them in its child cannot silence the child.
 _dumps, _write, _exit, _fork = marshal.dumps, os.write, os._exit, os.fork
@@ -171,9 +174,11 @@ def _child(write_fd: int, path: str, phase: str, options, worker: int, run=_anal
             signal.signal(getattr(signal, name), signal.SIG_DFL)
         _limit_memory(options.memory_limit)
         before = set(sys.modules)
+        opened = watch()  # the files the script reads: its cache entry depends on them (lint.reads)
         try:
             hits, *more = run(path, phase, options)
-            payload = _dumps((hits, None, _local_modules(before, path) + _PLUGIN_MODULES, *more))
+            depends = _local_modules(before, path) + dependencies(opened, path) + _PLUGIN_MODULES
+            payload = _dumps((hits, None, list(dict.fromkeys(depends)), *more))
         except BaseException as exc:  # noqa: BLE001 - escaped the engine: a bug of the linter
             import traceback
 
