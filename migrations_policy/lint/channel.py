@@ -41,29 +41,49 @@ class Broken(Exception):
 class Ledger:
     """The assignments of one worker: which index may be answered, and when."""
 
-    def __init__(self, indexes):
-        self._allowed = set(indexes)
+    def __init__(self, names: dict):
+        """*names*: index -> the file it stands for (named in ``Forged``'s message)."""
+        self._names = names
+        self._allowed = set(names)
         self.started: list[int] = []  # in order, as announced (the scripts run in this worker)
         self.open: set[int] = set()
         self.results: dict[int, tuple] = {}
         self.ended = False
 
     def start(self, index) -> None:
+        if type(index) is not int:
+            raise Forged("a start that names no file")
         if self.ended or index not in self._allowed or index in self.open or index in self.results:
-            raise Forged(f"a second or unexpected start of task {index!r}")
+            raise Forged(f"a second or unexpected start of {self._name(index)}")
         self.started.append(index)
         self.open.add(index)
 
     def done(self, index, result: tuple) -> None:
+        if type(index) is not int or not _well_formed(result):
+            raise Forged("a verdict that is not one")
         if self.ended or index not in self.open:
-            raise Forged(f"a verdict for task {index!r}, which was not awaiting one")
+            raise Forged(f"a verdict for {self._name(index)}, which was not awaiting one")
         self.open.discard(index)
         self.results[index] = result
+
+    def _name(self, index) -> str:
+        try:
+            return str(self._names[index])
+        except (KeyError, TypeError):  # not an index of this job (unhashable: not even an index)
+            return "a file it was not given"
 
     def end(self) -> None:
         if self.ended or self.open:
             raise Forged("an end of job while verdicts were awaited" if self.open else "a second end of job")
         self.ended = True
+
+
+def _well_formed(result: tuple) -> bool:
+    """``(hits, internal, modules, ...)`` as the worker sends it."""
+    return (len(result) >= 3 and isinstance(result[0], list) and all(isinstance(hit, list) and len(hit) == 5
+                                                                     for hit in result[0])
+            and (result[1] is None or (isinstance(result[1], tuple) and len(result[1]) == 2))
+            and isinstance(result[2], (list, tuple)))
 
 
 class Reader:

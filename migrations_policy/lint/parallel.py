@@ -33,6 +33,7 @@ from pathlib import Path
 from ..errors import ConfigError
 from .channel import Broken, Forged, Ledger, Reader
 from .options import Options
+from .report import printable_path
 
 ENV = "MIGRATIONS_POLICY_LINT_JOBS"
 #: Seconds the worker may stay silent beyond the time limit before it is declared stuck (a stopped worker).
@@ -87,7 +88,7 @@ def _run_worker(tasks: list[tuple[int, Path, str]], options: Options, workers: i
                        options.plugins.source],
            "tasks": [(index, str(path), phase) for index, path, phase in tasks], **(extra or {})}
     silence = options.timeout + GRACE if options.timeout > 0 else None
-    ledger = Ledger(index for index, _, _ in tasks)
+    ledger = Ledger({index: printable_path(str(path)) for index, path, _ in tasks})
     plugins = options.plugins.configured + options.plugins.found
     importing = bool(plugins)  # until the worker says they are imported: a silence is theirs
     forged = ""

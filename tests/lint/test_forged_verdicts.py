@@ -84,3 +84,39 @@ def test_a_forger_cannot_clear_other_files_nor_poison_the_cache(strategy, jobs, 
     verdicts = _lint(directory, capsys)
     for name in victims:
         assert "MP101" in verdicts.get(name, set()), (name, verdicts)
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_the_ledger_never_keeps_a_forged_verdict(seed):
+    """Generated: a genuine frame sequence (workers running several children at once) with forged frames
+    inserted anywhere; the ledger either refuses the channel or keeps exactly the genuine verdicts."""
+    from migrations_policy.lint.channel import Forged, Ledger
+
+    rng = random.Random(seed)
+    n = rng.randint(1, 6)
+    pending, running, genuine = list(range(n)), [], []
+    while pending or running:
+        if pending and (not running or rng.random() < 0.5):
+            index = pending.pop(0)
+            running.append(index)
+            genuine.append(("start", index))
+        else:
+            index = running.pop(rng.randrange(len(running)))
+            genuine.append(("done", index, [[1, "MP101", "real", "", "error"]], None, []))
+    genuine.append(("end",))
+    frames = list(genuine)
+    for _ in range(rng.randint(1, 3)):
+        index = rng.choice([*range(n), n, -1, "x"])
+        forged = rng.choice([("done", index, [], None, []), ("start", index), ("end",)])
+        frames.insert(rng.randrange(len(frames) + 1), forged)
+    ledger = Ledger({i: f"f{i}.py" for i in range(n)})
+    try:
+        for frame in frames:
+            if ledger.ended:
+                raise Forged("frames after the end of job")  # parallel._closed: nothing may follow
+            {"start": lambda f: ledger.start(f[1]), "done": lambda f: ledger.done(f[1], f[2:]),
+             "end": lambda f: ledger.end()}[frame[0]](frame)
+    except Forged:
+        return
+    assert ledger.ended and all(result[0][0][2] == "real" for result in ledger.results.values())
+    assert sorted(ledger.results) == list(range(n))
