@@ -1,7 +1,7 @@
 """The files a script reads while it is linted: its cached verdict depends on their content.
 
-``watch()`` (in the worker's child, before the script is imported) installs an audit hook
-(``sys.addaudithook``, event ``open``) that notes every path opened for reading;
+``watch()`` (in the worker's child, before the script is imported) wraps ``open`` / ``io.open``
+(``pathlib`` too) and ``os.open`` to note every path opened for reading;
 ``dependencies(opened, script)`` turns them into ``(path, sha256)`` pairs, as the local
 modules a script imports are (``worker._local_modules``): ``op.execute(open("x.sql").read())``
 is linted again when ``x.sql`` changes.  Left out: the script itself, the standard library,
@@ -24,22 +24,33 @@ TOO_MANY = ("\0too many files read", "\0")
 
 
 def watch() -> list:
-    """Start noting the paths opened for reading in this process; the list they are appended to."""
-    opened: list = []
-    write = os.O_WRONLY
+    """Start noting the paths opened for reading in this process (``open``, ``io.open`` -- ``pathlib`` --
+    and ``os.open`` are wrapped: an audit hook would be called for every audited event, two million times
+    for a traceback a million frames deep); the list they are appended to."""
+    import builtins
+    import io
 
-    def hook(event: str, args: tuple) -> None:
-        if event != "open":
-            return
+    opened: list = []
+
+    def note(path, reading: bool) -> None:
         try:
-            path, mode, flags = args
-            if isinstance(path, (str, bytes)) and len(opened) <= MAX_FILES and (
-                    ("r" in mode or "+" in mode) if isinstance(mode, str) else not flags & write):
+            if reading and isinstance(path, (str, bytes, os.PathLike)) and len(opened) <= MAX_FILES:
                 opened.append(os.path.abspath(os.fsdecode(path)))
-        except Exception:  # noqa: BLE001 - an audit hook that raises would fail the script's open()
+        except Exception:  # noqa: BLE001 - noting must never change what the script's open() does
             pass
 
-    sys.addaudithook(hook)
+    real_open, real_os_open = builtins.open, os.open
+
+    def open_(file, mode="r", *args, **kwargs):
+        note(file, isinstance(mode, str) and ("r" in mode or "+" in mode))
+        return real_open(file, mode, *args, **kwargs)
+
+    def os_open(path, flags, *args, **kwargs):
+        note(path, isinstance(flags, int) and not flags & os.O_WRONLY)
+        return real_os_open(path, flags, *args, **kwargs)
+
+    builtins.open = io.open = open_
+    os.open = os_open
     return opened
 
 
@@ -51,10 +62,11 @@ def dependencies(opened: list, script: str) -> list[tuple[str, str]]:
         return [TOO_MANY]
     prefixes = _installed_prefixes()
     own = os.path.realpath(script)
+    searched = set(map(os.path.abspath, filter(None, sys.path)))  # the import system probes them (python311.zip)
     found = []
     for path in dict.fromkeys(opened):
         real = os.path.realpath(path)
-        if real == own or real.startswith(prefixes) or "__pycache__" in real.split(os.sep) \
+        if real == own or path in searched or real.startswith(prefixes) or "__pycache__" in real.split(os.sep) \
                 or real.startswith(("/proc/", "/dev/", "/sys/")):
             continue
         if not os.path.lexists(path):
