@@ -36,7 +36,7 @@ from .cache import Cache, cache_dir
 from .headers import PHASES, UNKNOWN, Header, PhaseResolver, header_of_bytes
 from .options import Options
 from .plugins import Plugins, plugins
-from .report import Finding, LintReport, printable
+from .report import Finding, LintReport, printable_path
 
 __all__ = ["run", "collect", "LintReport", "Finding"]
 
@@ -294,7 +294,7 @@ def run(
         key = cache.key(digest, file_phase, options_key) if digest is not None else None
         planned.append((path, file_phase, key, cache.get(key) if key else None))
     missing = [(path, file_phase) for path, file_phase, _, hits in planned if hits is None]
-    report = LintReport(files=len(selection.files), paths=[printable(str(path)) for path in selection.files],
+    report = LintReport(files=len(selection.files), paths=[printable_path(str(path)) for path in selection.files],
                         baseline=selection.baseline, excluded=selection.excluded)  # paths printable as Finding.path
     if missing:
         if replay is not None:

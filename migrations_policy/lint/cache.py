@@ -1,6 +1,6 @@
 """The content cache: findings per (file content, phase, options, rule set), behind a stat index.
 
-One file, ``lint-v4.marshal`` (Python's ``marshal`` format: read and written ~5x
+One file, ``lint-v5.marshal`` (Python's ``marshal`` format: read and written ~5x
 faster than JSON), in ``$MIGRATIONS_POLICY_CACHE_DIR`` or else
 ``.migrations_policy_cache/`` in the current directory (set the variable to ``off``
 to disable).  It holds two maps:
@@ -13,13 +13,16 @@ to disable).  It holds two maps:
   older than the index file itself is "racy" (the file may have changed again within
   the same clock tick) and is re-read.
 * ``results``: findings (with each rule's default severity) keyed by the content
-  hash, the phase and the options, with the local modules the script imported
-  (path and sha256, as reported by the worker that ran it): a result whose helper
-  module changed (or is gone) is not used.
+  hash, the phase and the options, with the local modules the script imported and
+  the files it read (path and sha256, as reported by the worker that ran it,
+  ``reads``): a result whose helper module or data file changed (or is gone) is not used.
 
 Both belong to a fingerprint of the installed linter (version, Python's bytecode tag,
 and the size and mtime of every ``policy`` / ``lint`` module): a file written by
 another fingerprint is ignored, so an edited rule invalidates everything.
+
+The file is the sha256 of the payload (32 bytes) followed by the payload: a file whose
+digest does not match (a flipped byte, a truncated write) is ignored and rebuilt.
 
 A warm run reads it without importing alembic or SQLAlchemy.  Writes are atomic
 (temp file + rename); each map keeps at most ``MAX_ENTRIES`` entries, newest last.
@@ -40,8 +43,9 @@ from .headers import Header, header_of_bytes
 
 ENV = "MIGRATIONS_POLICY_CACHE_DIR"
 DEFAULT_DIR = ".migrations_policy_cache"
-FILENAME = "lint-v4.marshal"
+FILENAME = "lint-v5.marshal"
 MAX_ENTRIES = 20000
+_DIGEST = 32  # bytes of the sha256 that precedes the payload
 
 
 @lru_cache(maxsize=1)
@@ -78,7 +82,11 @@ class Cache:
         try:
             with open(path, "rb") as fh:
                 index_mtime = os.fstat(fh.fileno()).st_mtime_ns
-                loaded = marshal.loads(fh.read())
+                data = fh.read()
+            digest, payload = data[:_DIGEST], data[_DIGEST:]
+            if len(digest) != _DIGEST or hashlib.sha256(payload).digest() != digest:
+                return  # damaged: ignored, and rewritten whole by save()
+            loaded = marshal.loads(payload)
         except (OSError, ValueError, EOFError, TypeError):
             return
         if isinstance(loaded, tuple) and len(loaded) == 3 and loaded[0] == fingerprint():
@@ -154,8 +162,8 @@ class Cache:
         if not (isinstance(found, list) and len(found) == 2):
             return None
         hits, modules = found
-        for path, digest in modules:
-            if self.digest(Path(path)) != digest:
+        for path, digest in modules:  # digest "" (reads.ABSENT): a file read while absent, still absent
+            if (self.digest(Path(path)) or "") != digest:
                 return None
         return hits
 
@@ -178,7 +186,8 @@ class Cache:
                 ignore.write_text("# created by migrations-policy lint\n*\n")
             fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".lint-", suffix=".tmp")
             with os.fdopen(fd, "wb") as fh:
-                fh.write(marshal.dumps((fingerprint(), files, results)))
+                payload = marshal.dumps((fingerprint(), files, results))
+                fh.write(hashlib.sha256(payload).digest() + payload)
             os.replace(tmp, self.directory / FILENAME)
         except OSError:
             pass  # a read-only checkout lints fine, only slower

@@ -16,7 +16,7 @@ import traceback
 from ..config import EXPAND
 from ..errors import PolicyError, UsageError
 from ..result import Result
-from .report import INTERNAL_ERROR, printable
+from .report import INTERNAL_ERROR, printable, printable_path
 
 if TYPE_CHECKING:
     from ..project import Project
@@ -94,7 +94,7 @@ def lint(paths: list[str], *, phase: str | None = None, dialects: list[str] | No
         raise InternalError(f"internal error of the linter: {one_line(exc)} (please report it; "
                             f"{'the traceback is above' if debug else '--debug prints the traceback'})") from None
     for path, message, trace in report.internal:
-        print(f"lint: internal error while analysing {printable(path)}: {printable(message)}", file=sys.stderr)
+        print(f"lint: internal error while analysing {printable_path(path)}: {printable(message)}", file=sys.stderr)
         if debug:
             print(trace, file=sys.stderr)
     report.select(_codes(select), _codes(ignore))

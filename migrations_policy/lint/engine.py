@@ -67,16 +67,18 @@ def _record_all(module, source: str, upgrade, path: Path, options: Options, hits
         if exc is not None:
             line = line_in(exc, filename)
             # After an (empty) inspection, the script's own error may come from the empty answers.
-            if not (needs_database(exc) or recording.inspected):
+            if not (needs_database(exc) or recording.inspected or recording.mode_asked):
                 raise LoadError(f"upgrade() raised {one_line(exc)}", line) from None
             reason = f"upgrade() cannot run offline ({one_line(exc)})"
         else:
-            if not recording.inspected:
+            if not (recording.inspected or recording.mode_asked):
                 results[dialect] = recording.ops
                 continue
-            # Offline the database is empty: "if 'x' in columns: drop x" took one branch only.  Read every branch.
-            line, executed = recording.inspected, recording.ops
-            reason = "upgrade() inspected the database, which is empty offline"
+            # Offline the database is empty: "if 'x' in columns: drop x" took one branch only; a script that asks
+            # is_offline_mode() ran its offline path only.  Read every branch.
+            line, executed = recording.inspected or recording.mode_asked, recording.ops
+            reason = ("upgrade() inspected the database, which is empty offline" if recording.inspected else
+                      "upgrade() asked context.is_offline_mode(): only its offline path ran")
         if options.url:
             from .scratch import record_on_scratch_database
 

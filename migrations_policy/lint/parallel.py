@@ -13,16 +13,17 @@ depend on the order of the files nor on the number of processes.
 
 A script that kills or stops the worker itself: the worker is restarted for the
 rest, and each script that was running then is run again alone; if the worker dies
-again, that script's verdict is ``MP000``.
+again, that script's verdict is ``MP000``.  The verdicts of a worker that ended early are
+not kept (they are analysed again): a script that forged frames and then killed the worker
+could have written them.  ``channel`` checks every frame (a script can answer for itself,
+never for another file).
 """
 
 from __future__ import annotations
 
 import marshal
 import os
-import select
 import signal
-import struct
 import subprocess
 import sys
 import tempfile
@@ -30,10 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ConfigError
+from .channel import Broken, Forged, Ledger, Reader
 from .options import Options
+from .report import printable_path
 
 ENV = "MIGRATIONS_POLICY_LINT_JOBS"
-FRAME = struct.Struct("!I")
 #: Seconds the worker may stay silent beyond the time limit before it is declared stuck (a stopped worker).
 GRACE = 30.0
 _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent.parent)
@@ -69,27 +71,15 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _read_exactly(stream, size: int, deadline_seconds: float | None) -> bytes | None:
-    data = b""
-    fd = stream.fileno()
-    while len(data) < size:
-        if deadline_seconds is not None:
-            ready, _, _ = select.select([fd], [], [], deadline_seconds)
-            if not ready:
-                raise TimeoutError
-        chunk = os.read(fd, size - len(data))
-        if not chunk:
-            return None
-        data += chunk
-    return data
-
-
 def _run_worker(tasks: list[tuple[int, Path, str]], options: Options, workers: int,
-                on_done, module: str = "migrations_policy.lint.worker", extra: dict | None = None) -> tuple[set[int], str]:
-    """Run *tasks* in one worker (*module*, its job completed by *extra*); ``on_done(index, hits, internal)``
-    per verdict.
+                on_done, module: str = "migrations_policy.lint.worker", extra: dict | None = None,
+                partial: bool = True) -> tuple[set[int], str]:
+    """Run *tasks* in one worker (*module*, its job completed by *extra*); ``on_done(index, hits, internal, ...)``
+    per verdict, once the worker has ended (``channel.Ledger`` checks every frame first).
 
-    Returns the indexes started but not judged when the worker ended early, and how it ended.
+    Returns the indexes started but not judged when the worker ended early, and how it ended.  The verdicts of
+    a worker that ended early are passed on only when *partial*.  A worker whose channel carried frames it did
+    not send (a script wrote into it): ``MP000`` for every script started in it, none of its verdicts passed on.
     """
     job = {"dialects": list(options.dialects), "postgresql_version": options.postgresql_version,
            "timeout": float(options.timeout), "url": options.url, "workers": workers,
@@ -98,9 +88,10 @@ def _run_worker(tasks: list[tuple[int, Path, str]], options: Options, workers: i
                        options.plugins.source],
            "tasks": [(index, str(path), phase) for index, path, phase in tasks], **(extra or {})}
     silence = options.timeout + GRACE if options.timeout > 0 else None
-    started: set[int] = set()
+    ledger = Ledger({index: printable_path(str(path)) for index, path, _ in tasks})
     plugins = options.plugins.configured + options.plugins.found
     importing = bool(plugins)  # until the worker says they are imported: a silence is theirs
+    forged = ""
     with tempfile.TemporaryFile() as errors:
         proc = subprocess.Popen([sys.executable, "-m", module], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=errors, env=_env(), start_new_session=True)
@@ -108,39 +99,90 @@ def _run_worker(tasks: list[tuple[int, Path, str]], options: Options, workers: i
         try:
             proc.stdin.write(marshal.dumps(job))
             proc.stdin.close()
-            while True:
-                size = _read_exactly(proc.stdout, FRAME.size, silence)
-                if size is None:
+            reader = Reader(proc.stdout.fileno(), silence, lambda: proc.poll() is not None)
+            while not ledger.ended:
+                frame = reader.frame()
+                if frame is None:
                     break
-                frame = marshal.loads(_read_exactly(proc.stdout, FRAME.unpack(size)[0], silence) or b"")
-                if frame[0] == "start":
-                    started.add(frame[1])
-                elif frame[0] == "plugin error":
-                    raise ConfigError(frame[1])
-                elif frame[0] == "plugins imported":
-                    importing = False
-                else:
-                    started.discard(frame[1])
-                    on_done(*frame[1:])
+                importing = _take(frame, ledger, importing)
+            if ledger.ended:
+                _closed(proc, reader)
+        except Forged as exc:
+            forged = str(exc)
         except TimeoutError:
             if importing:
                 raise ConfigError(f"{options.plugins.source or 'env.py'}: lint_plugins: importing "
                                   f"{', '.join(plugins)} did not finish within {silence:g} s") from None
             ended = f"stopped answering for {silence:g} s"
-        except (OSError, EOFError, ValueError, TypeError) as exc:  # a broken pipe or frame: the worker died
+        except (OSError, EOFError, ValueError, TypeError, Broken) as exc:  # a broken pipe or frame: the worker died
             ended = f"broke its pipe ({type(exc).__name__})"
         finally:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL) if _group_alive(proc.pid) else proc.kill()
             status = proc.wait()
             proc.stdout.close()
+        if forged:
+            return _refuse(tasks, ledger, forged, on_done), "received frames it did not send"
         if not ended:
-            ended = _describe(status)
-        if status == 0 or (started and (status < 0 or ended.startswith("stopped"))):
-            return started, ended  # finished, or killed / stopped (by a script?) while scripts ran
+            ended = _describe(status) if status or not ledger.ended else ""
+        if not ended or partial:
+            for index, result in ledger.results.items():
+                on_done(index, *result)
+        if not ended or (ledger.open and (status < 0 or ended.startswith("stopped"))) or status == 0:
+            return ledger.open, ended  # finished, or killed / stopped (by a script?) while scripts ran
         errors.seek(0)
         last = [line for line in errors.read().decode("utf-8", "replace").splitlines() if line.strip()]
         raise WorkerError(f"the lint worker process {ended}: {last[-1] if last else 'no message'}")
+
+
+def _take(frame: tuple, ledger: Ledger, importing: bool) -> bool:
+    """Enter *frame* into *ledger*; whether the plugins are still being imported."""
+    tag = frame[0]
+    if tag == "start" and len(frame) == 2:
+        ledger.start(frame[1])
+    elif tag == "done" and len(frame) >= 3:
+        ledger.done(frame[1], frame[2:])
+    elif tag == "end" and len(frame) == 1:
+        ledger.end()
+    elif tag == "plugin error" and len(frame) == 2 and importing and isinstance(frame[1], str):
+        raise ConfigError(frame[1])
+    elif tag == "plugins imported" and importing:
+        return False
+    else:
+        raise Forged(f"an unexpected {tag!r} frame")
+    return importing
+
+
+def _closed(proc: subprocess.Popen, reader: Reader) -> None:
+    """After the worker's end of job: it exits, and nothing follows that frame in the channel."""
+    try:
+        proc.wait(GRACE)
+    except subprocess.TimeoutExpired:
+        raise Forged("the worker went on after its end of job") from None
+    if reader.drain():
+        raise Forged("frames after the end of job")
+
+
+#: Scripts named in the MP000 of a worker that received forged frames, at most.
+_NAMED = 10
+
+
+def _refuse(tasks, ledger: Ledger, why: str, on_done) -> set[int]:
+    """MP000 for every script started in a worker whose channel was written into (none of its verdicts is kept)."""
+    paths = {index: str(path) for index, path, _ in tasks}
+    started = [index for index in ledger.started if index in paths]
+    if not started:
+        raise WorkerError(f"the lint worker process received frames it did not send ({why}) before running "
+                          "any script (a process left by an earlier script?)")
+    names = ", ".join(paths[index] for index in started[:_NAMED])
+    if len(started) > _NAMED:
+        names += f" and {len(started) - _NAMED} more"
+    message = (f"the linter's worker process received results it did not send ({why}): one of the scripts run "
+               f"in it wrote into the linter's result channel, so none of their verdicts is trusted "
+               f"(scripts run in that worker: {names})")
+    for index in started:
+        on_done(index, [[1, "MP000", message, "", "error"]], None, [])
+    return set()
 
 
 def _group_alive(pgid: int) -> bool:
@@ -175,9 +217,9 @@ def analyse_all(tasks: list[tuple[Path, str]], options: Options) -> Analysis:
     todo = [(i, path, phase) for i, (path, phase) in enumerate(tasks)]
     while todo:
         before = len(todo)
-        suspects, ended = _run_worker(todo, options, workers, done)
+        suspects, ended = _run_worker(todo, options, workers, done, partial=False)
         for index in sorted(suspects):  # each alone: which one ended the worker?
-            alone, how = _run_worker([(index, *tasks[index])], options, 1, done)
+            alone, how = _run_worker([(index, *tasks[index])], options, 1, done, partial=False)
             if alone:
                 hits[index] = [[1, "MP000", f"the script ended the linter's worker process (it {how})", "", "error"]]
         todo = [(i, path, phase) for i, path, phase in todo if hits[i] is None]

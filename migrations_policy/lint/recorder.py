@@ -51,6 +51,8 @@ class Recording:
     autocommit: int = 0
     #: The line where the script first inspected the (offline, empty) database; 0: it did not.
     inspected: int = 0
+    #: The line where the script first asked ``context.is_offline_mode()`` (offline: only that path ran); 0: never.
+    mode_asked: int = 0
     #: > 0 while alembic itself executes an op (online mode): its SQL is not a raw statement.
     executing: int = 0
     #: (what, line) of each call of an operation the linter does not know (what: ``op.NAME()`` and why).
@@ -250,7 +252,26 @@ def _offline_context(dialect: str, rec: Recording, strict: bool) -> MigrationCon
     mock = OfflineBind(ctx.dialect, dump, inspected)
     ctx.connection = mock
     ctx.impl.connection = mock
+    ctx.impl._exec = _impl_exec(ctx, rec)
     return ctx
+
+
+def _impl_exec(ctx: MigrationContext, rec: Recording):
+    """``ctx.impl._exec`` offline: what reaches alembic's impl (``op.get_context().impl.drop_column(...)``,
+    ``.impl.execute(sql)``, ``get_context().execute(sql)``) is recorded like ``op.execute`` (the recording
+    ``Operations`` never call the impl offline: all of it comes from the script)."""
+    from sqlalchemy.schema import DDLElement
+
+    def exec_(construct, *args, **kwargs):
+        if isinstance(construct, DDLElement):
+            try:
+                construct = str(construct.compile(dialect=ctx.dialect))
+            except Exception:  # noqa: BLE001 - from_statement names what it cannot read
+                pass
+        rec.add(from_statement(construct))
+        return None
+
+    return exec_
 
 
 @contextmanager
@@ -263,14 +284,25 @@ def _proxy(ops: Operations) -> Iterator[None]:
 
 
 @contextmanager
-def _environment(ctx: MigrationContext, **options: Any) -> Iterator[None]:
+def _environment(ctx: MigrationContext, rec: Recording | None = None, strict: bool = False,
+                 **options: Any) -> Iterator[None]:
     """``alembic.context`` as in ``alembic upgrade`` (``as_sql=True``: ``--sql``, ``is_offline_mode()`` is true),
-    ``get_context()`` being *ctx*."""
+    ``get_context()`` being *ctx*; with *rec*, ``is_offline_mode()`` notes where it was asked (``mode_asked``):
+    the script's online path did not run, the engine reads its source instead (*strict*: there, the mode is
+    unknown -- ``OfflineResultError`` -- so both branches are read)."""
     from alembic.config import Config
     from alembic.runtime.environment import EnvironmentContext
 
     environment = EnvironmentContext(Config(), None, **options)
     environment._migration_context = ctx
+    if rec is not None:
+        def is_offline_mode() -> bool:
+            rec.mode_asked = rec.mode_asked or rec.line() or 1
+            if strict:
+                raise OfflineResultError("the mode is not known when upgrade() is read from its source")
+            return True
+
+        environment.is_offline_mode = is_offline_mode
     environment._install_proxy()
     try:
         yield
@@ -286,7 +318,7 @@ def recording(dialect: str, filename: str, strict: bool = False) -> Iterator[Rec
     what it would answer as unknown) instead of answering as an empty database."""
     rec = Recording(filename)
     ctx = _offline_context(dialect, rec, strict)
-    with _environment(ctx, as_sql=True, dialect_name=dialect), _proxy(_recording_operations(ctx, rec, execute=False)), \
+    with _environment(ctx, rec, strict, as_sql=True, dialect_name=dialect), _proxy(_recording_operations(ctx, rec, execute=False)), \
             _unknown_operations(rec), reading_for(dialect):
         yield rec
 

@@ -137,6 +137,7 @@ def serve(job: dict) -> None:
         blocker = next((blocked[parent] for parent in parents if parent in blocked), None)
         if blocker is not None:
             blocked[index] = blocker
+            worker._send(("start", index))
             worker._send(("done", index, _not_replayed(blocker), None, [], False, blocker))
             continue
         worker._send(("start", index))
@@ -151,6 +152,7 @@ def serve(job: dict) -> None:
         if not committed:
             blocked[index] = (revision, path)
         worker._send(("done", index, hits, internal, modules, committed, blocked.get(index)))
+    worker._send(("end",))
 
 
 def main() -> None:

@@ -13,16 +13,29 @@ RULES_URL = "https://github.com/migrations-policy/migrations-policy/blob/main/do
 def rule_url(code: str) -> str:
     """The page of rule *code* in the documentation (text, JSON, GitHub and SARIF output link to it)."""
     return f"{RULES_URL}/{code}.rst"
-_UNPRINTABLE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+#: Escaped by ``printable``: C0 controls but tab, DEL and C1, lone surrogates, and U+FFFE / U+FFFF -- with the
+#: controls and surrogates, every character XML 1.0 forbids (JUnit), none left for a terminal to interpret.
+_UNPRINTABLE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
 
 
 def printable(text: str) -> str:
-    """*text* with control characters, lone surrogates (a file name's undecodable bytes) and line breaks written
-    as Python escapes (``\\x1b``, ``\\udcff``, ``\\n``): a path or message from a script is then one line that every
-    output can encode (UTF-8 stdout, XML 1.0, JSON) and no terminal escape sequence reaches a CI log."""
+    """*text* with control characters, lone surrogates (a file name's undecodable bytes), U+FFFE / U+FFFF and line
+    breaks written as Python escapes (``\\x1b``, ``\\udcff``, ``\\n``): a path or message from a script is then one
+    line that every output can encode (UTF-8 stdout, XML 1.0, JSON) and no terminal escape sequence reaches a CI log."""
     if text.isprintable():
         return text
     return _UNPRINTABLE.sub(lambda match: ascii(match.group())[1:-1], text)
+
+
+def printable_path(path: str) -> str:
+    """``printable(path)`` with every backslash doubled, so that a backslash in the result always starts an escape:
+    two files never get the same name in a report (``a\\x1b.py`` named so and a name with a real ESC differ), so
+    each keeps its own findings and JUnit testcase."""
+    if "\\" not in path and path.isprintable():
+        return path
+    return printable(path.replace("\\", "\\\\"))
 
 
 #: The exit code of a run in which the linter itself failed (a bug; never the findings' 1).
@@ -42,7 +55,7 @@ class Finding:
     def __init__(self, path: str, line: int, code: str, severity: str, message: str, phase: str, dialect: str):
         # Set once, through __dict__: a frozen dataclass's own __init__ is ~3x slower (a run builds thousands).
         # Path and message come from the scripts: printable() makes them safe in every output format.
-        self.__dict__.update(path=printable(path), line=line, code=code, severity=severity,
+        self.__dict__.update(path=printable_path(path), line=line, code=code, severity=severity,
                              message=printable(message), phase=phase, dialect=dialect)
 
     def to_dict(self) -> dict:

@@ -73,6 +73,8 @@ def github(report: LintReport) -> str:
 
 
 def sarif(report: LintReport) -> str:
+    from urllib.parse import quote
+
     from . import rules
 
     all_rules = rules.all_rules()
@@ -100,7 +102,7 @@ def sarif(report: LintReport) -> str:
             "level": "error" if f.severity == ERROR else "warning",
             "message": {"text": f.message},
             "locations": [{"physicalLocation": {
-                "artifactLocation": {"uri": f.path.replace("\\", "/")},
+                "artifactLocation": {"uri": quote(f.path)},  # a URI reference: '#', '%', '?', ' ' escaped
                 "region": {"startLine": max(f.line, 1)},
             }}],
             "properties": {"phase": f.phase, "dialect": f.dialect},

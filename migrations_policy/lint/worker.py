@@ -23,9 +23,10 @@ nor write into the report, nor stop the run:
   ``("internal", message, traceback)``.
 
 To the parent it writes length-prefixed marshal frames on stdout:
-``("start", index)`` when a child is forked and ``("done", index, hits, internal, modules)``
-when it is judged; *internal* is None or ``(message, traceback)``, *modules* the
-``(path, sha256)`` of the local modules the script imported (the cache depends on them).
+``("start", index)`` when a child is forked, ``("done", index, hits, internal, modules)``
+when it is judged and ``("end",)`` last (``channel`` checks them); *internal* is None or
+``(message, traceback)``, *modules* the ``(path, sha256)`` of the local modules the script imported
+and of the files it read (``reads``): the cache depends on them.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ import struct
 import sys
 import time
 from collections import deque
+
+from .reads import dependencies, watch
 
 # Bound before any script runs: a script that replaces them in its child cannot silence the child.
 _dumps, _write, _exit, _fork = marshal.dumps, os.write, os._exit, os.fork
@@ -171,9 +174,11 @@ def _child(write_fd: int, path: str, phase: str, options, worker: int, run=_anal
             signal.signal(getattr(signal, name), signal.SIG_DFL)
         _limit_memory(options.memory_limit)
         before = set(sys.modules)
+        opened = watch()  # the files the script reads: its cache entry depends on them (lint.reads)
         try:
             hits, *more = run(path, phase, options)
-            payload = _dumps((hits, None, _local_modules(before, path) + _PLUGIN_MODULES, *more))
+            depends = _local_modules(before, path) + dependencies(opened, path) + _PLUGIN_MODULES
+            payload = _dumps((hits, None, list(dict.fromkeys(depends)), *more))
         except BaseException as exc:  # noqa: BLE001 - escaped the engine: a bug of the linter
             import traceback
 
@@ -184,6 +189,8 @@ def _child(write_fd: int, path: str, phase: str, options, worker: int, run=_anal
         pass
     finally:
         try:
+            if payload:
+                payload = FRAME.pack(len(payload)) + payload  # one frame, whole: anything more is not ours
             while payload:
                 payload = payload[_write(write_fd, payload):]
         except BaseException:  # noqa: BLE001
@@ -296,8 +303,14 @@ def _verdict(child: _Running, status: int | None, timeout: float) -> tuple:
     if status is None:
         return [[1, UNLOADABLE, f"did not finish within {timeout:g} s (an endless loop or a blocking call?)",
                  "", "error"]], None, []
+    data = bytes(child.data)
+    if len(data) >= FRAME.size and FRAME.unpack(data[:FRAME.size])[0] != len(data) - FRAME.size:
+        return [[1, UNLOADABLE, "its result pipe held more or less than its one answer (another script wrote "
+                 "into it?): its verdict is not trusted", "", "error"]], None, []
     try:
-        return marshal.loads(bytes(child.data))
+        if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
+            raise ValueError  # killed (by another script?) after an answer was put in its pipe: not trusted
+        return marshal.loads(data[FRAME.size:])
     except (EOFError, ValueError, TypeError):
         return [[1, UNLOADABLE, f"the script ended the linting process before its verdict (it {_describe_exit(status)}; "
                  "os._exit, a signal or closed file descriptors?)", "", "error"]], None, []
@@ -386,6 +399,7 @@ def serve(job: dict) -> None:
             running[child.pid] = child
         for child, status in _collect(running):
             _send(("done", child.index, *_verdict(child, status, options.timeout)))
+    _send(("end",))
 
 
 def main() -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 from alembic.operations import ops as aops
 from sqlalchemy import schema as sa_schema
+from sqlalchemy import types as sqltypes
 from sqlalchemy.sql import dml, elements, functions
 
 from . import model as m
@@ -38,6 +39,19 @@ def default_text(default: Any) -> str:
         return type(arg).__name__
 
 
+def _autoincrements(column: Any) -> bool:
+    """An integer primary key column SQLAlchemy renders as the table's autoincrement column (``SERIAL``,
+    ``AUTO_INCREMENT``) -- as ``op.add_column`` adds it: alone in its table, so it is that column."""
+    if not column.primary_key or column.autoincrement is False or column.server_default is not None:
+        return False
+    if column.default is not None and not isinstance(column.default, sa_schema.Sequence):
+        return False
+    try:
+        return issubclass(column.type._type_affinity, sqltypes.Integer)
+    except (AttributeError, TypeError):
+        return False
+
+
 def _column_facts(column: Any) -> dict[str, Any]:
     server_default = column.server_default
     generated = ""
@@ -46,6 +60,8 @@ def _column_facts(column: Any) -> dict[str, Any]:
         server_default = None
     elif isinstance(server_default, sa_schema.Identity) or getattr(column, "identity", None) is not None:
         generated, server_default = "identity", None
+    elif _autoincrements(column):
+        generated = "identity"  # alembic adds it as SERIAL (PostgreSQL) / AUTO_INCREMENT (MySQL)
     text = default_text(server_default)
     return dict(
         column=column.name,

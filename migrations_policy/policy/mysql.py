@@ -23,6 +23,9 @@ def _add_column(op: m.Operation) -> tuple[Effect, str]:
     if op.generated == "stored":
         return _copy("a STORED generated column copies the whole table (writes blocked)"), \
             "use a VIRTUAL generated column, or add a plain column and backfill online"
+    if op.generated == "identity":
+        return _copy("an AUTO_INCREMENT column rebuilds the whole table (writes blocked)"), \
+            "add it in a new table, or use an online schema change tool"
     if op.default_kind in (m.DEFAULT_VOLATILE, m.DEFAULT_EXPRESSION):
         if "rand" in functions_in(op.server_default):
             return Effect(lock="ALGORITHM=INSTANT", same_value=True,

@@ -147,3 +147,24 @@ def test_a_changed_helper_module_invalidates_the_scripts_result(tmp_path, monkey
     assert _codes(path, phase="expand", dialects=["postgresql"]) == expected == _fresh(
         path, monkeypatch, phase="expand", dialects=["postgresql"])
     assert seen  # analysed again
+
+
+def test_a_damaged_cache_file_is_ignored_whatever_byte_changed(path, tmp_path):
+    """The cache file carries a digest of its payload: a changed byte (generated: each byte of the stored
+    codes and severities, and random others) gives the answer of a fresh run, and the file is rebuilt."""
+    import random
+
+    expected = _codes(path, phase="expand", dialects=["postgresql"])
+    assert expected
+    index = tmp_path / "cache" / cache_module.FILENAME
+    good = index.read_bytes()
+    rng = random.Random(len(good))
+    positions = {i for word in (b"MP101", b"MP110", b"error") for start in range(len(good))
+                 if good.startswith(word, start) for i in range(start, start + len(word))}
+    positions |= set(rng.sample(range(len(good)), 15))
+    for position in sorted(positions):
+        damaged = bytearray(good)
+        damaged[position] ^= 1 << rng.randrange(8)
+        index.write_bytes(bytes(damaged))
+        assert _codes(path, phase="expand", dialects=["postgresql"]) == expected, position
+        assert cache_module.Cache(tmp_path / "cache").results  # rebuilt

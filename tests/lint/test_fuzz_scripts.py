@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from migrations_policy.lint.report import printable
+from migrations_policy.lint.report import printable_path
 
 ROOT = str(Path(__file__).resolve().parents[2])
 RUNNER = "import sys; from migrations_policy.cli import main; sys.exit(main(sys.argv[1:]))"
@@ -318,7 +318,7 @@ def _check_formats(seed: int, tree: Path, args: list[str], given: list[Path], js
     assert len(cases) == len(set(cases)) == json_run["files"], (seed, cases, json_run["files"])
     assert set(json_run["findings"]) <= set(cases), (seed, set(json_run["findings"]) - set(cases))
     if not any(a == str(tree) for a in args):  # files given one by one: each is checked
-        missing = {printable(str(p)) for p in given if p.is_file()} - set(cases)
+        missing = {printable_path(str(p)) for p in given if p.is_file()} - set(cases)
         assert not missing, (seed, sorted(missing), cases)
     code, out, err = _lint(tree.parent, ["--format", "sarif", *args], 2, cache, seed)
     _common(seed, "sarif", code, out, err)

@@ -2,16 +2,19 @@
 
 ## What it does
 Flags ``add_column`` on an existing table when the column forces a rewrite: a volatile
-server default (``random()``, ``gen_random_uuid()``, ``uuid()``...), an identity / serial
-column, a STORED generated column; on PostgreSQL before 11 (``postgresql_version``
-setting) any default at all.
+server default (``random()``, ``gen_random_uuid()``, ``uuid()``...; a call of any function
+not known to be stable or immutable counts as volatile, e.g. ``uuid_generate_v1mc()``,
+``"random"()`` or the project's own), an identity / serial column (also an integer
+``primary_key=True`` column, which alembic adds as ``SERIAL`` / ``AUTO_INCREMENT``), a
+STORED generated column; on PostgreSQL before 11 (``postgresql_version`` setting) any
+default at all.
 
 ## Why is this bad
 - **PostgreSQL**: the table and its indexes are rewritten under ``ACCESS EXCLUSIVE``;
   reads and writes wait (1.5-2.6 s per million rows measured).  Constant and ``now()``
   defaults are instant from PostgreSQL 11 on.
-- **MySQL/MariaDB**: expression defaults such as ``(uuid())`` and STORED generated columns
-  use ``ALGORITHM=COPY`` (writes blocked).  ``(rand())`` is instant but wrong: see ``MP141``.
+- **MySQL/MariaDB**: expression defaults such as ``(uuid())``, STORED generated columns
+  and ``AUTO_INCREMENT`` columns rebuild the table (writes blocked).  ``(rand())`` is instant but wrong: see ``MP141``.
 - **SQLite**: such columns are rejected (see ``MP150``).
 
 ## Example
