@@ -101,7 +101,9 @@ BODIES = [
     "import sys\nsys.stdout.write('x' * 5_000_000)\nsys.stdout.flush()",
     "import os\nos.write(2, b'y' * 3_000_000)",
     "def f(n):\n    return f(n + 1)\nf(0)",
-    "import sys\nsys.setrecursionlimit(10 ** 6)\ndef f(n):\n    return f(n + 1)\nf(0)",
+    # a raised limit, still far from lint_timeout: at 10 ** 6 frames the RecursionError came after
+    # 2.0-2.3 s, so runs of one tree differed (timed out / raised), about one run in four
+    "import sys\nsys.setrecursionlimit(10 ** 5)\ndef f(n):\n    return f(n + 1)\nf(0)",
     "import alembic\nalembic.op = None\nop.drop_table('t')",
     "import alembic.op as o\no.drop_column = None\nop.drop_column('users', 'p')",
     "import sqlalchemy\nsqlalchemy.Column = None\nsqlalchemy.Integer = 5\nop.drop_table('t')",
