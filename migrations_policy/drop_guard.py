@@ -83,16 +83,15 @@ def describe(item: Destroyed) -> str:
 
 def readers(registry: Iterable[Any], gone: Iterable[Destroyed]) -> dict[str, list[str]]:
     """{data migration name: ["nodes.extra", ...]}: the declared migrations that read (or write)
-    a table or column in *gone*: the columns its expressions name and every column its ``sa.table``
-    declares; every column of its table when it may read some no expression names (the function
-    form, SQL text).  Names compare case-insensitively (MariaDB, SQLite)."""
+    a table or column in *gone*: the columns its expressions name; every column of its table when
+    it may read some no expression names (the function form, SQL text).  (Not every column its
+    ``sa.table`` declares: one such table commonly serves several migrations.)  Names compare
+    case-insensitively (MariaDB, SQLite)."""
     gone = list(gone)
     found: dict[str, list[str]] = {}
     for migration in registry:
         used = {table.lower(): {c.lower() for c in columns} for table, columns in migration.columns_used().items()}
-        own = migration.table_name.lower()
-        used.setdefault(own, set()).update(c.name.lower() for c in migration.table.c)
-        every = own if migration.reads_unnamed_columns else None
+        every = migration.table_name.lower() if migration.reads_unnamed_columns else None
         for table, column in gone:
             columns = used.get(table.lower())
             if (table == m.ANY_TABLE and used) or (  # DROP TYPE ... CASCADE: any column read may be of that type
