@@ -50,6 +50,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Connection
 
+from ._reflect import column_names
 from .policy import model as m
 
 #: Operations after which a migration reading the table (column None) or column cannot finish
@@ -178,9 +179,9 @@ def _holding_data(connection: Connection, migration: Any) -> list[Destroyed]:
     inspector = sa.inspect(connection)
     held: list[Destroyed] = []
     for table, columns in sorted(migration.columns_used().items()):
-        if not inspector.has_table(table):
+        present = column_names(inspector, table)
+        if not present:
             continue
-        present = {c["name"].lower(): c["name"] for c in inspector.get_columns(table)}
         names = [present[c.lower()] for c in sorted(columns) if c.lower() in present]
         target = sa.table(table, *(sa.column(name) for name in names))
         if connection.execute(sa.select(sa.literal(1)).select_from(target).limit(1)).first() is None:
@@ -234,10 +235,7 @@ def _sample(connection: Connection, migration: Any, stake: set[Destroyed] | None
     from .data.pending import PROBE_WINDOW
 
     table = migration.table_name
-    inspector = sa.inspect(connection)
-    if not inspector.has_table(table):
-        return None
-    present = {c["name"].lower() for c in inspector.get_columns(table)}
+    present = column_names(sa.inspect(connection), table)
     declared = migration.table.c  # the migration's own columns, as its expressions name them
     columns = tuple(sorted(c.name for c in declared if c.name != migration.key and c.name.lower() in present
                            and (stake is None or (table.lower(), c.name.lower()) in stake)))
@@ -259,11 +257,8 @@ def _changed(connection: Connection, migration: Any, sample: _Sample) -> list[De
     when every sampled non-NULL value of it changed (set to NULL, cast to another type, added
     again empty or with a default).  Release N keeps writing while a revision runs (PostgreSQL's
     and MariaDB's statements see its commits): it updates and deletes some rows, not all."""
-    inspector = sa.inspect(connection)
-    if not inspector.has_table(sample.table):
-        return [(sample.table, None)]
-    present = {c["name"].lower() for c in inspector.get_columns(sample.table)}
-    if migration.key.lower() not in present:
+    present = column_names(sa.inspect(connection), sample.table)
+    if migration.key.lower() not in present:  # also: the table is gone
         return [(sample.table, None)]
     gone = [(sample.table, c) for c in sample.columns if c.lower() not in present]
     kept = [(i, c) for i, c in enumerate(sample.columns) if c.lower() in present]
@@ -338,6 +333,7 @@ class _Watch:
         self.stakes: dict[str, set[Destroyed] | None] = {}  # {name: what it may not lose} (``_at_stake``)
         self.absent_at_start: dict[str, set[Destroyed]] = {}  # {name: its tables/columns missing at the start}
         self.samples: dict[str, _Sample | None] = {}  # {name: rows' values at the start (``_sample``)}
+        self.unfinished_tables: set[str] = set()  # the tables the unfinished migrations use (lower case)
 
     def passing(self) -> bool:
         return self.busy or self.sqlalchemy_depth > 0
@@ -369,6 +365,8 @@ class _Watch:
                                                                            inspector)} for name in self.unfinished}
             self.samples = {name: _sample(self.connection, self.registry[name], self.stakes[name])
                             for name in self.unfinished}
+            self.unfinished_tables = {t.lower() for name in self.unfinished
+                                      for t in self.registry[name].columns_used()}
 
     def _refuse(self, found: dict[str, tuple[Any, list[str]]], **how: Any) -> BaseException:
         self.refused.update(found)
@@ -390,8 +388,8 @@ class _Watch:
         with self._probing():  # no query unless the statement drops or shadows (autocommit blocks)
             operations = from_sql(statement, (self.connection.dialect.name,))
             watched = [self.registry[name] for name in self.unfinished]  # as probed before any shadow
-            used = {t.lower() for mg in watched for t in mg.columns_used()}
-            created = {o.table.lower() for o in operations if o.kind == m.CREATE_TABLE and o.table} & used
+            created = {o.table.lower() for o in operations if o.kind == m.CREATE_TABLE and o.table} \
+                & self.unfinished_tables
             if created:  # a temporary twin of a table a migration uses
                 self._refuse_shadows(watched, [t for t in created if sa.inspect(self.connection).has_table(t)])
             table_drops = [o for o in operations if o.kind == m.DROP_TABLE]
@@ -419,14 +417,14 @@ class _Watch:
         behind another of its name (``_shadowed``): nothing the guard reads there could be trusted.
         As a revision starts, for every migration the gate did not judge (its probe would be the
         one fooled); later in the revision, for those unfinished as it started."""
-        used = {t.lower() for mg in migrations for t in mg.columns_used()}
+        uses = {mg.name: {t.lower() for t in mg.columns_used()} for mg in migrations}
+        used = set().union(*uses.values())
         hidden = sorted(set(_shadowed(self.connection, self.home, used)) | (set(creating) & used))
         if not hidden:
             return
-        found = {mg.name: (_NotJudged(mg.name), [f"{t} (hidden behind another table of that name: a temporary "
-                                                  f"table, search_path or USE; the guard reads {self.home}.{t})"
-                                                  for t in hidden if t in {u.lower() for u in mg.columns_used()}])
-                 for mg in migrations}
+        found = {name: (_NotJudged(name), [f"{t} (hidden behind another table of that name: a temporary "
+                                           f"table, search_path or USE; the guard reads {self.home}.{t})"
+                                           for t in hidden if t in tables]) for name, tables in uses.items()}
         raise self._refuse({name: item for name, item in found.items() if item[1]},
                            **({"committed": not _rolls_back(self.connection)} if committed else {}))
 

@@ -20,6 +20,7 @@ from typing import Callable, Iterable
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from ._reflect import column_names
 from .policy import model as m
 from .policy.sql import classify_statement, statements
 from .policy.sql_lexer import QUOTED, WORD, Tok
@@ -50,7 +51,7 @@ def _names(values: Iterable[str | None]) -> set[str]:
 
 
 def _columns(inspector: sa.Inspector, table: str) -> set[str]:
-    return _names(c["name"] for c in inspector.get_columns(table)) if inspector.has_table(table) else set()
+    return set(column_names(inspector, table))
 
 
 _INDEXES = (m.CREATE_INDEX, m.DROP_INDEX)

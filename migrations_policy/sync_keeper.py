@@ -55,6 +55,7 @@ from alembic.util import CommandError
 from sqlalchemy import event
 from sqlalchemy.engine import Connection
 
+from ._reflect import column_names
 from .policy import model as m
 from .revisions import CONTRACT
 from .sync_integrity import changed, faults
@@ -139,8 +140,7 @@ def _in_transaction(connection: Connection) -> bool:
 
 
 def _columns(connection: Connection, table: str) -> set[str]:
-    inspector = sa.inspect(connection)
-    return {c["name"].lower() for c in inspector.get_columns(table)} if inspector.has_table(table) else set()
+    return set(column_names(sa.inspect(connection), table))
 
 
 @contextlib.contextmanager

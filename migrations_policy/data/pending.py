@@ -123,7 +123,8 @@ def has_pending(conn: Connection, migration: DataMigration, last_key: str | None
     The cheap parts first: the first windows of keys past the cursor, then behind it (with
     plans that return their first row early), and only then the rest of each part (when
     nothing is pending: one pass over the table)."""
-    if null_keyed(conn, migration, inspector):
+    nulls = _null_keys(conn, migration, inspector)
+    if nulls is not None and conn.execute(nulls.limit(1)).first() is not None:
         return True
     cursor = cursor_value(conn, migration, last_key, inspector)
     parts = [(None, None)] if cursor is None else [(cursor, None), (None, cursor)]
@@ -289,13 +290,20 @@ def null_keyed(conn: Connection, migration: DataMigration, inspector: Any = None
     """The pending rows whose key is NULL (0 unless the key column is nullable).  No probe window,
     walk or claim can reach them (``key > x`` is never true of NULL), so they are looked for
     separately: the gate counts them as pending, and the runner fails the migration on them."""
+    nulls = _null_keys(conn, migration, inspector)
+    if nulls is None:
+        return 0
+    with index_lookups(conn):
+        return int(conn.execute(sa.select(sa.func.count()).select_from(nulls.subquery())).scalar())
+
+
+def _null_keys(conn: Connection, migration: DataMigration, inspector: Any = None) -> sa.Select | None:
+    """The pending rows whose key is NULL (None when the key column cannot hold one)."""
     column = _key_reflected(conn, migration, inspector)
     if column is None or not column.get("nullable", True):
-        return 0
+        return None
     key = migration.key_column
-    with index_lookups(conn):
-        return int(conn.execute(sa.select(sa.func.count()).select_from(
-            sa.select(key).where(key.is_(None), migration.pending).subquery())).scalar())
+    return sa.select(key).where(key.is_(None), migration.pending)
 
 
 def _key_reflected(conn: Connection, migration: DataMigration, inspector: Any = None) -> dict | None:
