@@ -102,8 +102,9 @@ def best(repeat: int, call) -> float:
 
 
 def measure(project, repeat: int) -> dict[str, float]:
-    from migrations_policy import commands, gate
-    from migrations_policy.data.command import project_registry
+    from migrations_policy import commands
+    from migrations_policy.gate import verdict as gate
+    from migrations_policy.commands.data import project_registry
 
     registry = project_registry(project)
 
@@ -128,7 +129,7 @@ def inventory(server, rows: int):
     from alembic import command as alembic_command
 
     from migrations_policy import commands
-    from migrations_policy.project import Project
+    from migrations_policy.core.project import Project
 
     url = server.create_database()
     directory = Path(tempfile.mkdtemp(prefix="mp-gate-bench-"))

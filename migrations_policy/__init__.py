@@ -9,7 +9,7 @@ The public API is small and lives here:
 
 Contract revisions declare what they need with ``requires_data_migrations = (...)``
 or ``op.require_data_migrations(...)``; env.py wires everything in through
-``migrations_policy.environment.configure_options``.  Everything else serves the
+``migrations_policy.gate.environment.configure_options``.  Everything else serves the
 commands (``migrations_policy.commands``) and the two console scripts
 (``migrations-policy`` and ``dbsync``).
 """

@@ -1,41 +1,9 @@
-"""Errors a user can cause, each with the exit code the shell maps it to.
+"""``migrations_policy.errors``: the errors a user can cause, with their exit codes.
 
-Every error here is printed as one line (no traceback) by ``migrations_policy.cli``.
-Exit codes are documented in ``docs/exit_codes.rst`` and are part of the
-stable interface.
+Kept at this path because projects import it from here; the code lives in
+``migrations_policy.core.errors``.
 """
 
-from __future__ import annotations
+from migrations_policy.core.errors import ConfigError, DatabaseError, PolicyError, UsageError  # noqa: F401
 
-
-class PolicyError(Exception):
-    """Base class: an error with a one-line message and an exit code."""
-
-    exit_code = 2
-
-    def __init__(self, message: str, exit_code: int | None = None):
-        super().__init__(message)
-        if exit_code is not None:
-            self.exit_code = exit_code
-
-    @property
-    def message(self) -> str:
-        return str(self.args[0])
-
-
-class UsageError(PolicyError):
-    """Bad command-line arguments or configuration."""
-
-    exit_code = 2
-
-
-class ConfigError(PolicyError):
-    """A configuration file or value is missing or malformed."""
-
-    exit_code = 2
-
-
-class DatabaseError(PolicyError):
-    """The database could not be reached or answered with an error."""
-
-    exit_code = 2
+__all__ = ['ConfigError', 'DatabaseError', 'PolicyError', 'UsageError']

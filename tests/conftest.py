@@ -111,7 +111,7 @@ def server_for(request):
 @pytest.fixture
 def example_project(tmp_path, db_url):
     """The inventory example copied to *tmp_path*, as a ``Project`` on the test database."""
-    from migrations_policy.project import Project
+    from migrations_policy.core.project import Project
 
     from .helpers import copy_example, forget_example_modules
 

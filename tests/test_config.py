@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from migrations_policy import _urls
-from migrations_policy.config import load_settings
-from migrations_policy.errors import ConfigError, UsageError
+from migrations_policy.core import urls as _urls
+from migrations_policy.core.config import load_settings
+from migrations_policy.core.errors import ConfigError, UsageError
 
 
 def test_precedence_pyproject_setupcfg_alembic_ini(tmp_path):

@@ -14,8 +14,8 @@ import random
 
 import pytest
 
-from migrations_policy.config import _PARSERS, Settings, _as_float, _as_int
-from migrations_policy.errors import ConfigError
+from migrations_policy.core.config import _PARSERS, Settings, _as_float, _as_int
+from migrations_policy.core.errors import ConfigError
 
 SEED = int(os.environ.get("MP_FUZZ_SEED", random.randrange(1 << 30)))
 NUMERIC = sorted(key for key, parser in _PARSERS.items() if parser in (_as_int, _as_float))

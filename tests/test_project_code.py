@@ -1,4 +1,4 @@
-"""Which frames are the project's (``migrations_policy.project_code``): a failure raised in a project's
+"""Which frames are the project's (``migrations_policy.core.project_code``): a failure raised in a project's
 file is named by its file and line, wherever the project lives — a checkout, or installed into
 site-packages with its migrations (as OpenStack services are) — and a failure raised by the libraries
 alone is not the project's."""
@@ -14,7 +14,7 @@ import textwrap
 import sqlalchemy
 
 import migrations_policy
-from migrations_policy import project_code
+from migrations_policy.core import project_code
 
 
 def test_installed_projects_are_the_projects_and_libraries_are_not():

@@ -14,7 +14,7 @@ from logging.config import fileConfig
 from alembic import context
 from sqlalchemy import engine_from_config, pool
 
-from migrations_policy import environment as policy
+from migrations_policy.gate import environment as policy
 
 config = context.config
 

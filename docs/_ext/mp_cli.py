@@ -78,7 +78,7 @@ class SettingsDirective(Directive):
         import inspect
         import re
 
-        from migrations_policy import config
+        from migrations_policy.core import config
 
         source = inspect.getsource(config.Settings)
         docs = dict((name, doc) for doc, name in re.findall(r"#: (.+)\n\s+(\w+):", source))

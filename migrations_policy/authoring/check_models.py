@@ -16,9 +16,9 @@ from typing import Any, Iterable
 
 import sqlalchemy as sa
 
-from ..result import Result
-from ..errors import UsageError
-from .versioned import VERSION_COLUMN, is_object_table
+from migrations_policy.core.result import Result
+from migrations_policy.core.errors import UsageError
+from migrations_policy.authoring.versioned import VERSION_COLUMN, is_object_table
 
 EXIT_FINDINGS = 1
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from alembic.operations import ops
 
-from .. import policy
-from ..policy import model as m
+from migrations_policy import policy
+from migrations_policy.policy import model as m
 
 
 def describe(op: ops.MigrateOperation, *, new_table: bool = False) -> m.Operation:

@@ -18,7 +18,7 @@ def ensure_plugin() -> None:
     from alembic.runtime.plugins import Plugin, _all_plugins
 
     if PLUGIN_NAME not in _all_plugins:
-        from . import plugin
+        from migrations_policy.authoring import plugin
 
         Plugin.setup_plugin_from_module(plugin, PLUGIN_NAME)
 
@@ -29,7 +29,7 @@ def autogenerate_options(context: Any, project_hook: Callable[..., None] | None 
     def process_revision_directives(migration_context, revision, directives) -> None:
         if project_hook is not None:
             project_hook(migration_context, revision, directives)
-        from .split import process_revision_directives as split
+        from migrations_policy.authoring.split import process_revision_directives as split
 
         split(migration_context, revision, directives)
 

@@ -9,7 +9,7 @@ environment (``autogenerate_plugins``, set by ``environment.configure_options``)
 
 
 def compare_object_table(autogen_context, modify_table_ops, schema, tname, conn_table, metadata_table):
-    from .versioned import compare_object_table as compare
+    from migrations_policy.authoring.versioned import compare_object_table as compare
 
     return compare(autogen_context, modify_table_ops, schema, tname, conn_table, metadata_table)
 

@@ -30,10 +30,10 @@ from alembic.autogenerate.render import render_op
 from alembic.operations import ops
 from sqlalchemy.dialects import postgresql
 
-from ..sync_triggers import CreateSyncTriggerOp, DropSyncTriggerOp
+from migrations_policy.window.sync_triggers import CreateSyncTriggerOp, DropSyncTriggerOp
 
 #: The import a script using the sync-trigger operations needs (it registers them).
-SYNC_TRIGGERS_IMPORT = "import migrations_policy.sync_triggers  # noqa: F401  (registers op.create_sync_trigger)"
+SYNC_TRIGGERS_IMPORT = "import migrations_policy.window.sync_triggers  # noqa: F401  (registers op.create_sync_trigger)"
 
 _PG = 'if op.get_context().dialect.name == "postgresql":'
 _MYSQL = 'if op.get_context().dialect.name == "mysql":'

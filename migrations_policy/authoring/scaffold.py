@@ -30,8 +30,8 @@ from alembic.script import ScriptDirectory
 from alembic.util import CommandError
 from mako.template import Template
 
-from ..result import Result
-from ..errors import ConfigError, UsageError
+from migrations_policy.core.result import Result
+from migrations_policy.core.errors import ConfigError, UsageError
 
 DEFAULT_TEMPLATE = "expand_contract"
 EXPAND_ROOT, CONTRACT_ROOT = "expand_root", "contract_root"
@@ -150,7 +150,7 @@ _SEPARATORS = {"space": " ", "os": os.pathsep, ":": ":", ";": ";", "newline": "\
 
 def adopt(config_file: str = "alembic.ini", *, template: str = DEFAULT_TEMPLATE) -> InitResult:
     """Start the expand and contract branches at the current head of a single-branch history."""
-    from ..project import _config_path, open_alembic_config
+    from migrations_policy.core.project import _config_path, open_alembic_config
 
     path = _config_path(Path(config_file))
     config = open_alembic_config(path)
@@ -183,7 +183,7 @@ def adopt(config_file: str = "alembic.ini", *, template: str = DEFAULT_TEMPLATE)
                      "(--include-baseline checks them)")
     env_py = Path(script.dir) / "env.py"
     if env_py.is_file() and "configure_options" not in env_py.read_text(encoding="utf-8"):
-        notes.append(f"edit {env_py}: pass **migrations_policy.environment.configure_options(context) to every "
+        notes.append(f"edit {env_py}: pass **migrations_policy.gate.environment.configure_options(context) to every "
                      "context.configure(...) call (see the expand_contract template's env.py)")
     notes.append("copy the expand_contract template's script.py.mako to get requires_data_migrations "
                  "rendered next to depends_on (optional)")

@@ -35,10 +35,10 @@ from alembic.operations import ops
 from alembic.util import CommandError
 from alembic.util import rev_id as new_rev_id
 
-from ..policy import model as m
-from . import classify, render, stubs
-from ..sync_triggers import CreateSyncTriggerOp, DropSyncTriggerOp
-from .render import SYNC_TRIGGERS_IMPORT, Batch, Note
+from migrations_policy.policy import model as m
+from migrations_policy.authoring import classify, render, stubs
+from migrations_policy.window.sync_triggers import CreateSyncTriggerOp, DropSyncTriggerOp
+from migrations_policy.authoring.render import SYNC_TRIGGERS_IMPORT, Batch, Note
 
 EXPAND, CONTRACT = "expand", "contract"
 
@@ -442,7 +442,7 @@ def _script(rev_id: str, operations: list, message: str | None, phase: str, vers
 
 def _settings(context):
     """The project's ``[migrations_policy]`` settings, read from the ini alembic runs with."""
-    from ..config import load_settings
+    from migrations_policy.core.config import load_settings
 
     ini = Path(context.config.config_file_name) if context.config.config_file_name else None
     return load_settings(ini.parent if ini else ".", alembic_ini=ini)

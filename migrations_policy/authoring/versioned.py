@@ -97,18 +97,18 @@ def configure_object_versions(*, pin_release_version: str | None = None, release
 
     *release_mapping* is a ``migrations_policy.data.ReleaseMapping`` or a plain
     ``{release: {object name: [versions, oldest first]}}``.  With *settings*
-    (``migrations_policy.config.Settings``), both come from the project's
+    (``migrations_policy.core.config.Settings``), both come from the project's
     ``pin_release_version`` and ``release_mapping`` settings unless given.
     """
     if settings is not None:
         pin_release_version = pin_release_version or settings.pin_release_version or None
         if release_mapping is None and settings.release_mapping:
-            from ..data.discovery import load_release_mapping
+            from migrations_policy.data.discovery import load_release_mapping
 
             release_mapping = load_release_mapping(settings.release_mapping)
     releases = _releases(release_mapping)
     if pin_release_version and (releases is None or pin_release_version not in releases):
-        from ..errors import ConfigError
+        from migrations_policy.core.errors import ConfigError
 
         known = ", ".join(releases or ()) or "no release mapping given"
         raise ConfigError(f"pin_release_version {pin_release_version!r} is not a release of the mapping ({known})")

@@ -11,14 +11,17 @@ Public API (documented in docs/data_migrations.rst):
 * object versions: ``ReleaseMapping``, ``check_object_versions``, ``ObjectVersionError``.
 """
 
-from .declare import FILL_IN, Batch, DataMigration, Registry, data_migration, differs
-from .discovery import ENTRY_POINT_GROUP, load_registry, load_release_mapping
-from .ledger import LEDGER_TABLE, create_ledger, drop_ledger, record_forced
-from .prune import Prune
-from .report import MigrationReport, RunReport
-from .pending import PendingMigration, count_pending, pending_migrations
-from .runner import RunOptions, run
-from .versions import ObjectVersionError, ObjectVersionReport, ReleaseMapping, check_object_versions
+from migrations_policy.data.declare import FILL_IN, Batch, DataMigration, Registry, data_migration, differs
+from migrations_policy.data.discovery import ENTRY_POINT_GROUP, load_registry, load_release_mapping
+from migrations_policy.data.ledger import LEDGER_TABLE, create_ledger, drop_ledger, record_forced
+from migrations_policy.data.prune import Prune
+from migrations_policy.data.report import MigrationReport, RunReport
+from migrations_policy.data.pending import PendingMigration, count_pending, pending_migrations
+from migrations_policy.data.runner import RunOptions, run
+from migrations_policy.data.versions import (ObjectVersionError,
+    ObjectVersionReport,
+    ReleaseMapping,
+    check_object_versions)
 
 __all__ = [
     "Batch", "DataMigration", "FILL_IN", "Registry", "data_migration", "differs",

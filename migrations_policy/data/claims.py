@@ -35,10 +35,10 @@ from typing import Any, Iterable, NamedTuple
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from .._urls import mask_text
-from ..framework_tables import CLAIMS_TABLE, claims_table
-from ..project import _one_line
-from .ledger import utcnow
+from migrations_policy.core.urls import mask_text
+from migrations_policy.core.framework_tables import CLAIMS_TABLE, claims_table
+from migrations_policy.core.project import _one_line
+from migrations_policy.data.ledger import utcnow
 
 #: High 32 bits of a runner token (PostgreSQL advisory lock key; migration locks use 0x6D70).
 _RUNNER_NAMESPACE = 0x6D71

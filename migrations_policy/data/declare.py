@@ -43,7 +43,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import ColumnElement, TableClause, operators
 
-from ..errors import ConfigError
+from migrations_policy.core.errors import ConfigError
 
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,99}$")
 

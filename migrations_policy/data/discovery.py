@@ -19,11 +19,11 @@ from importlib.metadata import entry_points
 from types import ModuleType
 from typing import Any, Iterable
 
-from ..config import Settings
-from ..errors import ConfigError
-from .. import project_code
-from .declare import DataMigration, Registry
-from .versions import ReleaseMapping, version_backfill_migrations
+from migrations_policy.core.config import Settings
+from migrations_policy.core.errors import ConfigError
+from migrations_policy.core import project_code
+from migrations_policy.data.declare import DataMigration, Registry
+from migrations_policy.data.versions import ReleaseMapping, version_backfill_migrations
 
 ENTRY_POINT_GROUP = "migrations_policy.data_migrations"
 

@@ -28,8 +28,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..framework_tables import TABLE_PREFIX
-from ..errors import DatabaseError
+from migrations_policy.core.framework_tables import TABLE_PREFIX
+from migrations_policy.core.errors import DatabaseError
 
 LEDGER_TABLE = f"{TABLE_PREFIX}data_migrations"
 

@@ -34,9 +34,9 @@ from typing import Any, Iterable, Iterator, NamedTuple
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..planner import planner_rows
-from . import ledger
-from .declare import DataMigration, key_bound
+from migrations_policy.data.estimate import planner_rows
+from migrations_policy.data import ledger
+from migrations_policy.data.declare import DataMigration, key_bound
 
 
 class PendingMigration(NamedTuple):

@@ -33,8 +33,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql import ColumnElement, TableClause
 
-from ..errors import ConfigError
-from .declare import NAME_PATTERN, Batch, DataMigration, Registry
+from migrations_policy.core.errors import ConfigError
+from migrations_policy.data.declare import NAME_PATTERN, Batch, DataMigration, Registry
 
 LEDGER_PREFIX = "prune_"
 #: Keys bound in one statement of a shadowed batch (SQLite accepts 32,766 parameters; small is fine).
@@ -173,8 +173,8 @@ def count_kept(connection: Connection, prune: Prune, kept: ColumnElement[bool]) 
 
 def run_prunes(engine: Engine, prunes: list[Prune], options: Any, progress: Any = None) -> tuple[Any, dict]:
     """Run *prunes* children first on the data-migration runner: (the combined RunReport, {name: kept rows})."""
-    from .report import RunReport
-    from .runner import run
+    from migrations_policy.data.report import RunReport
+    from migrations_policy.data.runner import run
 
     combined = RunReport(max_count=options.max_count)
     kept: dict[str, int] = {}

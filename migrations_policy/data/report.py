@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from . import ledger
+from migrations_policy.data import ledger
 
 # Exit codes of ``dbsync online_data_migrations`` (part of the stable interface).
 EXIT_COMPLETE, EXIT_MORE_WORK, EXIT_FAILED, EXIT_CAUGHT_UP, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 3, 127, 130
@@ -205,7 +205,7 @@ class LineProgress:
 
 def choose_progress(mode: str, stream: TextIO, interval: float = 5.0, label: str = "online_data_migrations"):
     """The data-migration progress for ``--progress MODE``: None, a live line or log lines."""
-    from ..progress import resolve_mode
+    from migrations_policy.core.progress import resolve_mode
 
     mode = resolve_mode(mode, stream)
     if mode == "none":

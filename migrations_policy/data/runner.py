@@ -33,15 +33,21 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from .. import project_code
-from .._urls import mask_text
-from ..errors import UsageError
-from ..project import _one_line
-from . import claims, ledger, locks
-from . import pending as probes
-from .declare import Batch, DataMigration, Registry, key_bound
-from .pending import count_pending, cursor_value, index_lookups, missing_columns, null_keyed, one_row_plans, remaining
-from .report import EXIT_USAGE, MigrationReport, RunReport
+from migrations_policy.core import project_code
+from migrations_policy.core.urls import mask_text
+from migrations_policy.core.errors import UsageError
+from migrations_policy.core.project import _one_line
+from migrations_policy.data import claims, ledger, locks
+from migrations_policy.data import pending as probes
+from migrations_policy.data.declare import Batch, DataMigration, Registry, key_bound
+from migrations_policy.data.pending import (count_pending,
+    cursor_value,
+    index_lookups,
+    missing_columns,
+    null_keyed,
+    one_row_plans,
+    remaining)
+from migrations_policy.data.report import EXIT_USAGE, MigrationReport, RunReport
 
 #: Range stepping is used when at least this share of the pending key range is pending.
 DENSE_THRESHOLD = 0.5

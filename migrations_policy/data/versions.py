@@ -27,8 +27,8 @@ from typing import Any, Mapping, Sequence
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..errors import ConfigError, PolicyError
-from .declare import DataMigration
+from migrations_policy.core.errors import ConfigError, PolicyError
+from migrations_policy.data.declare import DataMigration
 
 OK, ABSENT, NO_COLUMN, BAD = "ok", "absent", "no version column", "bad"
 

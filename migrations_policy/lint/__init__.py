@@ -29,14 +29,14 @@ import os
 from pathlib import Path
 from typing import Callable, Iterable
 
-from ..config import DIALECTS, Settings
-from ..errors import UsageError
-from .adoption import Selection, baseline_revisions, check_codes, select
-from .cache import Cache, cache_dir
-from .headers import PHASES, UNKNOWN, Header, PhaseResolver, header_of_bytes
-from .options import Options
-from .plugins import Plugins, plugins
-from .report import Finding, LintReport, printable_path
+from migrations_policy.core.config import DIALECTS, Settings
+from migrations_policy.core.errors import UsageError
+from migrations_policy.lint.adoption import Selection, baseline_revisions, check_codes, select
+from migrations_policy.lint.cache import Cache, cache_dir
+from migrations_policy.lint.headers import PHASES, UNKNOWN, Header, PhaseResolver, header_of_bytes
+from migrations_policy.lint.options import Options
+from migrations_policy.lint.plugins import Plugins, plugins
+from migrations_policy.lint.report import Finding, LintReport, printable_path
 
 __all__ = ["run", "collect", "LintReport", "Finding"]
 
@@ -143,7 +143,7 @@ def _phase_disagreements(files: list[Path], resolver: PhaseResolver) -> dict[Pat
         branch = resolver.branch(path)
         if branch == UNKNOWN:
             continue  # its parentage is outside the linted files: alembic's branch is not known here
-        from ..policy.phases import revision_phase_disagreement
+        from migrations_policy.policy.phases import revision_phase_disagreement
 
         why = revision_phase_disagreement(branch, str(path), header.requires_data)
         if why:
@@ -191,9 +191,9 @@ def _sync_trigger_hits(files: list[Path], resolver: PhaseResolver, dialects: tup
             sources[path] = text
     if not any("create_sync_trigger" in text for text in sources.values()):
         return {}
-    from .rules import get
-    from .rules.mp160_sync_trigger_outlives_column import findings
-    from .rules.mp161_sync_trigger_table_rebuilt import findings as rebuilds
+    from migrations_policy.lint.rules import get
+    from migrations_policy.lint.rules.mp160_sync_trigger_outlives_column import findings
+    from migrations_policy.lint.rules.mp161_sync_trigger_table_rebuilt import findings as rebuilds
 
     found: dict[Path, list] = {}
     ordered = [(str(path), sources[path]) for path in _applied_order(files, resolver) if path in sources]
@@ -226,8 +226,8 @@ def _replay_all(files: list[Path], missing: list[tuple[Path, str]], resolver: Ph
                 replay, phase_of: Callable[[Path], str]):
     """``replay.replay_all`` of every collected script -- those at or before the baseline and the excluded ones
     build the schema the others run on -- answered for *missing* (the reported ones) only."""
-    from .parallel import Analysis
-    from .replay import replay_all
+    from migrations_policy.lint.parallel import Analysis
+    from migrations_policy.lint.replay import replay_all
 
     wanted = {path for path, _ in missing}
     everything = [(path, phase_of(path)) for path in files if path not in wanted] + missing
@@ -266,14 +266,14 @@ def run(
     unreadable: set[Path] = set()
     files = collect(paths, headers, cache.header, listings, unreadable)
     if replay is not None:
-        from .scratch_db import target_dialect
+        from migrations_policy.lint.scratch_db import target_dialect
 
         url_dialect = target_dialect(replay)
         if url_dialect not in dialects:
             raise UsageError(f"--replay is on a {url_dialect} database but the dialects linted are {', '.join(dialects)}")
         dialects = (url_dialect,)
     elif url:
-        from .scratch import check_scratch_database
+        from migrations_policy.lint.scratch import check_scratch_database
 
         url_dialect = check_scratch_database(url)
         if url_dialect not in dialects:
@@ -301,7 +301,7 @@ def run(
             analysis = _replay_all(files, missing, resolver, options, replay,
                                    lambda path: phase or (phases or {}).get(path) or resolver.phase(path))
         else:
-            from .parallel import analyse_all
+            from migrations_policy.lint.parallel import analyse_all
 
             analysis = analyse_all(missing, options)
         analysed = iter(enumerate(analysis.hits))

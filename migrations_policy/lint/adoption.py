@@ -6,7 +6,7 @@
   reported unless ``include_baseline``; a baseline that is not a revision of the
   history is a ``ConfigError``.  A unique prefix of a revision id is accepted, as
   alembic accepts one.
-* ``exclude`` (globs, ``migrations_policy.globs``): matching scripts are skipped.
+* ``exclude`` (globs, ``migrations_policy.core.globs``): matching scripts are skipped.
 * ``per_file_ignores`` (``{glob: [code or prefix]}``): findings of those codes are
   dropped for matching paths (``MP000``, a file that could not be analysed, never is);
   a code that is no rule's is a ``ConfigError``.
@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..errors import ConfigError
-from ..globs import Glob, compile_glob
-from .headers import Header
+from migrations_policy.core.errors import ConfigError
+from migrations_policy.core.globs import Glob, compile_glob
+from migrations_policy.lint.headers import Header
 
 
 @dataclass

@@ -22,10 +22,10 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..policy import model as m
-from ..policy.sql import from_sql
-from .loader import is_local_file
-from .recorder import Recording, recording
+from migrations_policy.policy import model as m
+from migrations_policy.policy.sql import from_sql
+from migrations_policy.lint.loader import is_local_file
+from migrations_policy.lint.recorder import Recording, recording
 
 MAX_DEPTH = 8
 MAX_LOOP = 1000
@@ -348,7 +348,7 @@ def _parameters(fn: ast.FunctionDef) -> dict[str, Any]:
     """What a framework passes to ``upgrade(op, tables, ...)`` (``fakes.argument``), by parameter name."""
     from alembic import op
 
-    from .fakes import argument
+    from migrations_policy.lint.fakes import argument
 
     names = [a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
     return {name: argument(name, op) for name in names}

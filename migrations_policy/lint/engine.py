@@ -14,12 +14,19 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..policy.script import annotate
-from . import rules
-from .ignores import find_ignores
-from .judge import judge_dialects, signature
-from .loader import LoadError, line_in, compile_script, load_module, needs_database, one_line, read_source, sandbox
-from .options import Options
+from migrations_policy.policy.script import annotate
+from migrations_policy.lint import rules
+from migrations_policy.lint.ignores import find_ignores
+from migrations_policy.lint.judge import judge_dialects, signature
+from migrations_policy.lint.loader import (LoadError,
+    line_in,
+    compile_script,
+    load_module,
+    needs_database,
+    one_line,
+    read_source,
+    sandbox)
+from migrations_policy.lint.options import Options
 
 UNLOADABLE, OFFLINE, IGNORE_NO_REASON, UNUSED_IGNORE, UNKNOWN_OPERATION = "MP000", "MP001", "MP002", "MP003", "MP005"
 #: A script that never mentions these runs the same on every dialect: record it once.
@@ -50,7 +57,7 @@ def _default_severity(code: str) -> str:
 
 
 def _record_all(module, source: str, upgrade, path: Path, options: Options, hits: list[Hit], dependent: bool):
-    from . import recorder
+    from migrations_policy.lint import recorder
 
     filename = str(path)
     results: dict[str, list] = {}
@@ -80,12 +87,12 @@ def _record_all(module, source: str, upgrade, path: Path, options: Options, hits
             reason = ("upgrade() inspected the database, which is empty offline" if recording.inspected else
                       "upgrade() asked context.is_offline_mode(): only its offline path ran")
         if options.url:
-            from .scratch import record_on_scratch_database
+            from migrations_policy.lint.scratch import record_on_scratch_database
 
             results[dialect] = record_on_scratch_database(upgrade, options.url, filename)
             continue
         try:
-            from . import astscan  # only for scripts that cannot run offline
+            from migrations_policy.lint import astscan  # only for scripts that cannot run offline
 
             tree = tree if tree is not None else ast.parse(source, filename)
             scan = astscan.scan(module, tree, dialect, filename)

@@ -9,7 +9,7 @@ In ``alembic.ini``::
 
 Every script ``alembic revision`` writes is linted at once; error findings abort the
 command (the file stays, so it can be fixed).  The hook is registered by the light
-``migrations_policy.lint_plugin`` (an ``alembic.plugins`` entry point), which imports
+``migrations_policy.lint.alembic_plugin`` (an ``alembic.plugins`` entry point), which imports
 this module only when alembic first writes a script.
 """
 
@@ -18,9 +18,9 @@ from __future__ import annotations
 def lint_hook(filename: str, options: dict) -> None:
     from alembic.util import CommandError
 
-    from . import run
-    from .reporters import render
-    from ..config import load_settings
+    from migrations_policy.lint import run
+    from migrations_policy.lint.reporters import render
+    from migrations_policy.core.config import load_settings
 
     dialects = [d.strip() for d in options.get("dialects", "").split(",") if d.strip()] or None
     report = run([filename], phase=options.get("phase") or None, dialects=dialects, settings=load_settings("."))

@@ -18,9 +18,9 @@ from dataclasses import fields
 from functools import lru_cache
 from operator import attrgetter
 
-from ..policy import classify
-from ..policy.model import Context, Operation, Verdict
-from . import rules
+from migrations_policy.policy import classify
+from migrations_policy.policy.model import Context, Operation, Verdict
+from migrations_policy.lint import rules
 
 NAME_FIELDS = frozenset({"table", "column", "name", "text"})
 _signature = attrgetter(*(f.name for f in fields(Operation) if f.name not in NAME_FIELDS))

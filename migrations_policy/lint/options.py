@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .plugins import Plugins
+from migrations_policy.lint.plugins import Plugins
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class Options:
     def context(self):
         """The policy's ``Context`` for these options (imported and built once)."""
         if not self._context:
-            from ..policy.model import Context
+            from migrations_policy.policy.model import Context
 
             self._context.append(Context(postgresql_version=self.postgresql_version))
         return self._context[0]

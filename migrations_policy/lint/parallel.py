@@ -30,10 +30,10 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import ConfigError
-from .channel import Broken, Forged, Ledger, Reader
-from .options import Options
-from .report import printable_path
+from migrations_policy.core.errors import ConfigError
+from migrations_policy.lint.channel import Broken, Forged, Ledger, Reader
+from migrations_policy.lint.options import Options
+from migrations_policy.lint.report import printable_path
 
 ENV = "MIGRATIONS_POLICY_LINT_JOBS"
 #: Seconds the worker may stay silent beyond the time limit before it is declared stuck (a stopped worker).

@@ -138,7 +138,7 @@ def import_plugins(plugins: Plugins) -> str | None:
     import importlib
     import sys
 
-    from .loader import one_line, sandbox
+    from migrations_policy.lint.loader import one_line, sandbox
 
     with sandbox():
         sys.path[:0] = list(plugins.paths)

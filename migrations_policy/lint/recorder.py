@@ -35,11 +35,11 @@ from alembic.migration import MigrationContext
 from alembic.operations import BatchOperations, Operations
 from alembic.operations import ops as aops
 
-from ..policy import model as m
-from ..policy import sqlite as sqlite_policy
-from ..policy.alembic_ops import from_alembic, from_statement
-from ..policy.sql import reading_for
-from .fakes import OFFLINE_RESULT, Harmless, OfflineBind, OfflineResultError, call_upgrade  # noqa: F401 - re-exported
+from migrations_policy.policy import model as m
+from migrations_policy.policy import sqlite as sqlite_policy
+from migrations_policy.policy.alembic_ops import from_alembic, from_statement
+from migrations_policy.policy.sql import reading_for
+from migrations_policy.lint.fakes import OFFLINE_RESULT, Harmless, OfflineBind, OfflineResultError, call_upgrade  # noqa: F401 - re-exported
 
 
 @dataclass

@@ -27,8 +27,8 @@ import os
 import signal
 import sys
 
-from . import worker
-from .worker import UNLOADABLE
+from migrations_policy.lint import worker
+from migrations_policy.lint.worker import UNLOADABLE
 
 REPLAY_ERROR = "MP004"
 
@@ -53,10 +53,10 @@ def _recorder(engine, revision: str, down_revisions: tuple[str, ...], table, out
     def record(module, source, upgrade, path, options, hits, dependent):
         from alembic.migration import MigrationContext
 
-        from .engine import Hit
-        from .loader import LoadError, line_in, one_line
-        from .recorder import run_online
-        from .scratch import describe_refusal, refused
+        from migrations_policy.lint.engine import Hit
+        from migrations_policy.lint.loader import LoadError, line_in, one_line
+        from migrations_policy.lint.recorder import run_online
+        from migrations_policy.lint.scratch import describe_refusal, refused
 
         filename, dialect = str(path), options.dialects[0]
         engine.dispose(close=False)  # the worker's connections, if any, are not this process's to use
@@ -96,7 +96,7 @@ def _replay(engine, revision: str, down_revisions: tuple[str, ...], table):
     def run(path: str, phase: str, options) -> tuple:
         from pathlib import Path
 
-        from .engine import analyse
+        from migrations_policy.lint.engine import analyse
 
         outcome: dict = {}
         hits = analyse(Path(path), phase, options, record=_recorder(engine, revision, down_revisions, table, outcome))
@@ -114,7 +114,7 @@ def _not_replayed(blocker: tuple[str, str]) -> list:
 def _prepare_database(url: str, table):
     """The engine every child uses, its dialect initialized by a first connection that creates
     ``alembic_version``; its pool is emptied before any fork (no child inherits a connection)."""
-    from .scratch import scratch_engine
+    from migrations_policy.lint.scratch import scratch_engine
 
     engine = scratch_engine(url)
     try:

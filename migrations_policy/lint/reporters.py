@@ -8,8 +8,8 @@ stable interface: ``{"findings": [{"path", "line", "code", "severity", "message"
 
 from __future__ import annotations
 
-from .. import __version__
-from .report import ERROR, RULES_URL, LintReport, rule_url
+from migrations_policy import __version__
+from migrations_policy.lint.report import ERROR, RULES_URL, LintReport, rule_url
 
 FORMATS = ("text", "json", "github", "sarif", "junit")
 INFORMATION_URI = f"{RULES_URL}/index.rst"
@@ -75,7 +75,7 @@ def github(report: LintReport) -> str:
 def sarif(report: LintReport) -> str:
     from urllib.parse import quote
 
-    from . import rules
+    from migrations_policy.lint import rules
 
     all_rules = rules.all_rules()
     index = {rule.code: i for i, rule in enumerate(all_rules)}
@@ -145,7 +145,7 @@ def statistics(report: LintReport) -> str:
     """Findings counted per code, most frequent first (``--statistics``, like ruff's)."""
     from collections import Counter
 
-    from . import rules
+    from migrations_policy.lint import rules
 
     counts = Counter(f.code for f in report.findings)
     lines = []

@@ -21,9 +21,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from .._engines import _first_line, connection_error, open_engine
-from .._urls import mask_text, mask_url, parse_url
-from ..errors import DatabaseError, UsageError
+from migrations_policy.core.engines import _first_line, connection_error, open_engine
+from migrations_policy.core.urls import mask_text, mask_url, parse_url
+from migrations_policy.core.errors import DatabaseError, UsageError
 
 #: Schemas of the server itself: their tables do not make a PostgreSQL database "not empty".
 _SYSTEM_SCHEMAS = ("information_schema", "pg_catalog", "pg_toast")

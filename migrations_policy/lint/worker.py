@@ -40,7 +40,7 @@ import sys
 import time
 from collections import deque
 
-from .reads import dependencies, watch
+from migrations_policy.lint.reads import dependencies, watch
 
 # Bound before any script runs: a script that replaces them in its child cannot silence the child.
 _dumps, _write, _exit, _fork = marshal.dumps, os.write, os._exit, os.fork
@@ -88,10 +88,10 @@ def _prepare(options) -> None:
         import alembic.op  # noqa: F401
         import sqlalchemy.orm  # noqa: F401 - see the docstring
 
-        from .. import operations  # noqa: F401 - op.require_data_migrations(), as our env.py registers it
+        from migrations_policy.gate import operations  # noqa: F401 - op.require_data_migrations(), as our env.py registers it
 
-        from ..policy.sql_lexer import _plain_word
-        from . import astscan, engine, fakes, recorder, rules  # noqa: F401
+        from migrations_policy.policy.sql_lexer import _plain_word
+        from migrations_policy.lint import astscan, engine, fakes, recorder, rules  # noqa: F401
 
         rules.all_rules()
         _plain_word("SELECT")
@@ -115,7 +115,7 @@ def _import_plugins(options) -> str | None:
     the one-line error of a configured one that fails."""
     if not (options.plugins.configured or options.plugins.found):
         return None
-    from .plugins import import_plugins
+    from migrations_policy.lint.plugins import import_plugins
 
     def expired(signum, frame):
         raise TimeoutError(f"did not finish within {options.timeout:g} s")
@@ -155,7 +155,7 @@ def _analyse(path: str, phase: str, options) -> tuple:
     """A script's analysis as the child sends it: ``(hits,)``."""
     from pathlib import Path
 
-    from .engine import analyse
+    from migrations_policy.lint.engine import analyse
 
     return ([hit.to_list() for hit in analyse(Path(path), phase, options)],)
 
@@ -182,7 +182,7 @@ def _child(write_fd: int, path: str, phase: str, options, worker: int, run=_anal
         except BaseException as exc:  # noqa: BLE001 - escaped the engine: a bug of the linter
             import traceback
 
-            from .loader import one_line
+            from migrations_policy.lint.loader import one_line
 
             payload = _dumps(([], (one_line(exc), traceback.format_exc()), []))
     except BaseException:  # noqa: BLE001 - nothing to say: the parent reports the silent exit
@@ -236,7 +236,7 @@ def _local_modules(before: set[str], script: str) -> list[tuple[str, str]]:
     """(path, sha256) of the modules the script imported that are not installed ones: the project's own helpers."""
     import hashlib
 
-    from .loader import is_local_file
+    from migrations_policy.lint.loader import is_local_file
 
     found = []
     for name in sorted(set(sys.modules) - before):
@@ -363,8 +363,8 @@ def _collect(running: dict[int, _Running]) -> list[tuple[_Running, int | None]]:
 def start(job: dict):
     """The worker's ``Options`` from *job* (``parallel._run_worker``'s), its plugins imported and
     its analysis prepared; None when a configured plugin failed (the ``plugin error`` frame is sent)."""
-    from .options import Options
-    from .plugins import Plugins
+    from migrations_policy.lint.options import Options
+    from migrations_policy.lint.plugins import Plugins
 
     options = Options(dialects=tuple(job["dialects"]), postgresql_version=job["postgresql_version"],
                       timeout=job["timeout"], url=job["url"], memory_limit=job["memory_limit"],

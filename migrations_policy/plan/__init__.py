@@ -17,16 +17,16 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from .. import policy
-from ..errors import PolicyError
-from ..lock_timeout import is_lock_timeout, set_session_lock_timeout
-from ..policy import model as m
-from ..project import Project, _one_line
-from ..revisions import CONTRACT, branch_statuses, current_heads
-from . import rate as rates
-from .report import EXIT_OK, EXIT_TOO_LONG, PlannedRevision, PlannedStatement, PlanResult
-from .sizes import TableSize, table_size
-from .statements import pending_revisions
+from migrations_policy import policy
+from migrations_policy.core.errors import PolicyError
+from migrations_policy.expand.lock_timeout import is_lock_timeout, set_session_lock_timeout
+from migrations_policy.policy import model as m
+from migrations_policy.core.project import Project, _one_line
+from migrations_policy.core.revisions import CONTRACT, branch_statuses, current_heads
+from migrations_policy.plan import rate as rates
+from migrations_policy.plan.report import EXIT_OK, EXIT_TOO_LONG, PlannedRevision, PlannedStatement, PlanResult
+from migrations_policy.plan.sizes import TableSize, table_size
+from migrations_policy.plan.statements import pending_revisions
 
 __all__ = ["plan", "PlanResult", "EXIT_OK", "EXIT_TOO_LONG"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..result import Result
+from migrations_policy.core.result import Result
 
 #: Exit codes of ``dbsync plan`` (0 and 2 as every command; 6 is plan's own: no other dbsync
 #: command gives 6 a meaning).

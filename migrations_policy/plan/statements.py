@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 
 from alembic.script import ScriptDirectory
 
-from ..lint import recorder
-from ..offline_run import first_line
-from ..policy import model as m
-from ..policy.script import annotate
-from ..revisions import CONTRACT, EXPAND, BranchStatus
+from migrations_policy.lint import recorder
+from migrations_policy.core.offline_run import first_line
+from migrations_policy.policy import model as m
+from migrations_policy.policy.script import annotate
+from migrations_policy.core.revisions import CONTRACT, EXPAND, BranchStatus
 
 
 @dataclass

@@ -42,12 +42,18 @@ sqlparse are imported only by the modules that read their objects.
 
 from __future__ import annotations
 
-from . import mysql, postgresql, sqlite
-from .model import (  # noqa: F401  (re-exported API)
-    ANY, CONTRACT, DATA, EXPAND, MULTI_STEP, Context, Effect, Operation, Verdict,
-)
-from .phases import alternative as _generic_alternative
-from .phases import phase_of
+from migrations_policy.policy import mysql, postgresql, sqlite
+from migrations_policy.policy.model import (ANY,
+    CONTRACT,
+    DATA,
+    EXPAND,
+    MULTI_STEP,
+    Context,
+    Effect,
+    Operation,
+    Verdict)
+from migrations_policy.policy.phases import alternative as _generic_alternative
+from migrations_policy.policy.phases import phase_of
 
 DIALECTS = {module.DIALECT: module for module in (postgresql, mysql, sqlite)}
 
@@ -70,14 +76,14 @@ def classify(op: Operation, dialect: str, context: Context | None = None) -> Ver
 
 def from_alembic(op_object) -> list[Operation]:
     """Normalize an alembic op object (imports alembic lazily)."""
-    from .alembic_ops import from_alembic as convert
+    from migrations_policy.policy.alembic_ops import from_alembic as convert
 
     return convert(op_object)
 
 
 def from_sql(text: str) -> list[Operation]:
     """Classify SQL text (imports sqlparse lazily)."""
-    from .sql import from_sql as convert
+    from migrations_policy.policy.sql import from_sql as convert
 
     return convert(text)
 

@@ -17,9 +17,9 @@ from sqlalchemy import schema as sa_schema
 from sqlalchemy import types as sqltypes
 from sqlalchemy.sql import dml, elements, functions
 
-from . import model as m
-from .defaults import default_kind
-from .sql import from_sql
+from migrations_policy.policy import model as m
+from migrations_policy.policy.defaults import default_kind
+from migrations_policy.policy.sql import from_sql
 
 
 def default_text(default: Any) -> str:

@@ -13,7 +13,11 @@ from __future__ import annotations
 
 import re
 
-from .model import DEFAULT_CONSTANT, DEFAULT_EXPRESSION, DEFAULT_NONE, DEFAULT_STABLE, DEFAULT_VOLATILE
+from migrations_policy.policy.model import (DEFAULT_CONSTANT,
+    DEFAULT_EXPRESSION,
+    DEFAULT_NONE,
+    DEFAULT_STABLE,
+    DEFAULT_VOLATILE)
 
 #: Evaluated once per statement: every existing row gets the same value, as intended.
 STABLE = frozenset({

@@ -6,9 +6,9 @@ INSTANT and INPLACE, LOCK=NONE do not.  ``effect(op, ctx) -> (Effect, alternativ
 
 from __future__ import annotations
 
-from . import model as m
-from .defaults import functions_in
-from .model import Effect
+from migrations_policy.policy import model as m
+from migrations_policy.policy.defaults import functions_in
+from migrations_policy.policy.model import Effect
 
 DIALECT = "mysql"
 

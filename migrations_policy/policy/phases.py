@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import PurePath
 
-from . import model as m
+from migrations_policy.policy import model as m
 
 _PHASE = {
     m.CREATE_TABLE: m.EXPAND, m.ADD_COLUMN: m.EXPAND, m.CREATE_INDEX: m.EXPAND, m.ENUM_ADD_VALUE: m.EXPAND,

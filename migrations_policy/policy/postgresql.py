@@ -9,10 +9,10 @@ lock_timeout and retries).
 
 from __future__ import annotations
 
-from . import model as m
+from migrations_policy.policy import model as m
 from dataclasses import replace
 
-from .model import Effect
+from migrations_policy.policy.model import Effect
 
 DIALECT = "postgresql"
 

@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from . import model as m
+from migrations_policy.policy import model as m
 
 
 def annotate(ops: list[m.Operation]) -> list[m.Operation]:

@@ -23,10 +23,10 @@ from typing import Iterator
 
 import re
 
-from . import model as m
-from .defaults import default_kind
-from .sql_lexer import NUMBER, OTHER, PUNCT, QUOTED, STRING, WORD, Tok, plain, tokens  # noqa: F401 (re-exported)
-from .sql_scan import READINGS, Reading
+from migrations_policy.policy import model as m
+from migrations_policy.policy.defaults import default_kind
+from migrations_policy.policy.sql_lexer import NUMBER, OTHER, PUNCT, QUOTED, STRING, WORD, Tok, plain, tokens  # noqa: F401 (re-exported)
+from migrations_policy.policy.sql_scan import READINGS, Reading
 
 _COLUMN_CONSTRAINT_WORDS = {"NOT", "NULL", "REFERENCES", "UNIQUE", "PRIMARY", "CHECK", "CONSTRAINT", "GENERATED",
                             "COLLATE", "COMMENT", "AUTO_INCREMENT", "ON", "AS", "STORED", "VIRTUAL", "PERSISTENT",

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from .sql_tokens import NUMBER, OTHER, PUNCT, QUOTED, STRING, WORD, Tok  # noqa: F401 (re-exported)
+from migrations_policy.policy.sql_tokens import NUMBER, OTHER, PUNCT, QUOTED, STRING, WORD, Tok  # noqa: F401 (re-exported)
 
 
 #: Texts made only of these characters may take the fast path.
@@ -101,7 +101,7 @@ def _cached_tokens(sql: str, reading=None) -> tuple[Tok, ...]:
         return tuple(fast)
     if reading is None:
         return tuple(_sqlparse_tokens(sql))
-    from .sql_scan import scan
+    from migrations_policy.policy.sql_scan import scan
 
     return tuple(scan(sql, reading, _sqlparse_tokens))
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Callable, NamedTuple
 
-from .sql_tokens import OTHER, QUOTED, STRING, Tok
+from migrations_policy.policy.sql_tokens import OTHER, QUOTED, STRING, Tok
 
 
 class Reading(NamedTuple):

@@ -8,8 +8,8 @@ holding the database-wide write lock.  ``effect(op, ctx) -> (Effect, alternative
 
 from __future__ import annotations
 
-from . import model as m
-from .model import Effect
+from migrations_policy.policy import model as m
+from migrations_policy.policy.model import Effect
 
 DIALECT = "sqlite"
 

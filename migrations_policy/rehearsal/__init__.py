@@ -7,11 +7,11 @@ migrations and contract run, on a scratch database; every error either release's
 * ``migrations-policy rehearse``: the command.
 """
 
-from .compatibility import schema_problems, type_problem
-from .models import Models, load_models
-from .result import EXIT_CLEAN, EXIT_ERRORS, PhaseReport, RehearsalResult
-from .run import RehearsalOptions, rehearse, require_scratch_database
-from .workload import Observed, Workload
+from migrations_policy.rehearsal.compatibility import schema_problems, type_problem
+from migrations_policy.rehearsal.models import Models, load_models
+from migrations_policy.rehearsal.result import EXIT_CLEAN, EXIT_ERRORS, PhaseReport, RehearsalResult
+from migrations_policy.rehearsal.run import RehearsalOptions, rehearse, require_scratch_database
+from migrations_policy.rehearsal.workload import Observed, Workload
 
 __all__ = ["rehearse", "RehearsalOptions", "RehearsalResult", "PhaseReport", "EXIT_CLEAN", "EXIT_ERRORS",
            "schema_problems", "type_problem", "Models", "load_models", "require_scratch_database",

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from ..errors import UsageError
-from ..project import Project
-from .models import _import
-from .result import RehearsalResult
-from .run import RehearsalOptions, rehearse
+from migrations_policy.core.errors import UsageError
+from migrations_policy.core.project import Project
+from migrations_policy.rehearsal.models import _import
+from migrations_policy.rehearsal.result import RehearsalResult
+from migrations_policy.rehearsal.run import RehearsalOptions, rehearse
 
 
 def _values(pairs: list[str]) -> dict[str, str]:

@@ -20,7 +20,7 @@ import uuid
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from .models import Models
+from migrations_policy.rehearsal.models import Models
 
 _FAMILIES = {str: "string", int: "integer", float: "number", decimal.Decimal: "number", bool: "boolean",
              dt.datetime: "datetime", dt.date: "date", dt.time: "time", dt.timedelta: "interval",

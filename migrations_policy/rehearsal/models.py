@@ -15,8 +15,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Mapper, registry
 
-from ..data.discovery import _import as import_spec
-from ..errors import ConfigError
+from migrations_policy.data.discovery import _import as import_spec
+from migrations_policy.core.errors import ConfigError
 
 
 @dataclass

@@ -6,8 +6,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..commands import Result
-from .workload import Observed
+from migrations_policy.commands import Result
+from migrations_policy.rehearsal.workload import Observed
 
 #: Exit codes of ``migrations-policy rehearse``.
 EXIT_CLEAN, EXIT_ERRORS = 0, 1

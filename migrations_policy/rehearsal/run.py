@@ -24,16 +24,16 @@ from typing import Any, Iterator, Sequence
 import sqlalchemy as sa
 from alembic import command as alembic_command
 
-from .. import commands
-from ..data.discovery import load_release_mapping
-from ..errors import PolicyError, UsageError
-from .. import progress
-from ..project import Project
-from ..revisions import CONTRACT, EXPAND
-from .compatibility import schema_problems
-from .models import Models, load_models
-from .result import PhaseReport, RehearsalResult
-from .workload import Observed, Workload, WorkloadFunction, foreign_keys_of
+from migrations_policy import commands
+from migrations_policy.data.discovery import load_release_mapping
+from migrations_policy.core.errors import PolicyError, UsageError
+from migrations_policy.core import progress
+from migrations_policy.core.project import Project
+from migrations_policy.core.revisions import CONTRACT, EXPAND
+from migrations_policy.rehearsal.compatibility import schema_problems
+from migrations_policy.rehearsal.models import Models, load_models
+from migrations_policy.rehearsal.result import PhaseReport, RehearsalResult
+from migrations_policy.rehearsal.workload import Observed, Workload, WorkloadFunction, foreign_keys_of
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 

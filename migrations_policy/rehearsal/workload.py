@@ -30,10 +30,10 @@ from typing import Any, Callable
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from .._urls import mask_text
-from ..project import _one_line
-from .models import Models
-from .values import SKIP, generate, same
+from migrations_policy.core.urls import mask_text
+from migrations_policy.core.project import _one_line
+from migrations_policy.rehearsal.models import Models
+from migrations_policy.rehearsal.values import SKIP, generate, same
 
 #: ``fn(session, models, rng) -> operation name | None``: a project's own operation.
 WorkloadFunction = Callable[[Session, Models, random.Random], "str | None"]

@@ -21,9 +21,9 @@ import tempfile
 from contextlib import contextmanager
 from typing import Any, Iterator, Sequence
 
-from ..project import Project
-from ..rehearsal import RehearsalOptions, RehearsalResult, rehearse
-from . import servers
+from migrations_policy.core.project import Project
+from migrations_policy.rehearsal import RehearsalOptions, RehearsalResult, rehearse
+from migrations_policy.testing import servers
 
 
 def rehearse_upgrade(alembic_ini: str | os.PathLike[str], url: str, old_models: Any, new_models: Any,

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..errors import UsageError
-from ..project import Project
-from ..revisions import CONTRACT, EXPAND, branch_statuses, current_heads
-from .crosscheck import cross_check, named_lock
-from .report import EXIT_CLEAN, EXIT_FINDINGS, StatementTrace, TraceResult
+from migrations_policy.core.errors import UsageError
+from migrations_policy.core.project import Project
+from migrations_policy.core.revisions import CONTRACT, EXPAND, branch_statuses, current_heads
+from migrations_policy.trace.crosscheck import cross_check, named_lock
+from migrations_policy.trace.report import EXIT_CLEAN, EXIT_FINDINGS, StatementTrace, TraceResult
 
 __all__ = ["trace", "TraceResult", "StatementTrace", "cross_check", "named_lock", "EXIT_CLEAN", "EXIT_FINDINGS"]
 
@@ -57,9 +57,9 @@ def trace(project: Project, revisions: Sequence[str] = (), contract: bool = Fals
         if not chosen:
             return result.finish()
         if dialect == "postgresql":
-            from .postgresql import trace_revisions
+            from migrations_policy.trace.postgresql import trace_revisions
         else:
-            from .mysql import trace_revisions
+            from migrations_policy.trace.mysql import trace_revisions
             result.notes.append("MariaDB: traced on a structural copy (no rows), dropped afterwards")
         result.statements = trace_revisions(conn, chosen, project.settings.lock_timeout)
     for statement in result.statements:

@@ -18,7 +18,7 @@ from alembic.operations import Operations
 from alembic.script import Script
 from sqlalchemy.engine import Connection
 
-from ..sqltext import statement_text
+from migrations_policy.core.sqltext import statement_text
 
 #: observe(sql_text, execute, autocommit) -> result of execute() or None when not run.
 Observer = Callable[[str, Callable[[], Any], bool], Any]

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import re
 
-from ..project import _one_line
-from .report import PG_LOCK_MODES, StatementTrace
+from migrations_policy.core.project import _one_line
+from migrations_policy.trace.report import PG_LOCK_MODES, StatementTrace
 
 # "ShareUpdateExclusiveLock" -> "SHARE UPDATE EXCLUSIVE", longest first so that "ACCESS EXCLUSIVE"
 # is not read as "EXCLUSIVE".
@@ -49,7 +49,7 @@ def cross_check(trace: StatementTrace, dialect: str) -> None:
     if trace.not_run or trace.error:
         return
     try:
-        from .. import policy
+        from migrations_policy import policy
 
         verdicts = [policy.classify(op, dialect) for op in policy.from_sql(trace.sql)]
     except Exception as exc:  # the knowledge base is someone else's work in progress: say so, do not fail

@@ -15,10 +15,10 @@ import uuid
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..lock_timeout import set_session_lock_timeout
-from ..project import _one_line
-from .capture import run_revision
-from .report import StatementTrace
+from migrations_policy.expand.lock_timeout import set_session_lock_timeout
+from migrations_policy.core.project import _one_line
+from migrations_policy.trace.capture import run_revision
+from migrations_policy.trace.report import StatementTrace
 
 _ALTER_CLAUSES = (("ALGORITHM=INSTANT", ", ALGORITHM=INSTANT"),
                   ("ALGORITHM=INPLACE, LOCK=NONE", ", ALGORITHM=INPLACE, LOCK=NONE"))

@@ -19,10 +19,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..lock_timeout import is_lock_timeout, set_session_lock_timeout
-from ..project import _one_line
-from .capture import run_revision
-from .report import StatementTrace
+from migrations_policy.expand.lock_timeout import is_lock_timeout, set_session_lock_timeout
+from migrations_policy.core.project import _one_line
+from migrations_policy.trace.capture import run_revision
+from migrations_policy.trace.report import StatementTrace
 
 _USER_RELATIONS = sa.text(
     "SELECT c.oid, c.relname, c.relfilenode FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "

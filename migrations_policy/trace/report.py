@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..commands import Result
+from migrations_policy.commands import Result
 
 #: PostgreSQL table lock modes, weakest first.
 PG_LOCK_MODES = ("AccessShareLock", "RowShareLock", "RowExclusiveLock", "ShareUpdateExclusiveLock",

@@ -86,7 +86,7 @@ class Workspace:
         self.ini.write_text(text[:end] + f", dm.{path.stem}" + text[end:])
 
     def run_data_migrations(self) -> int:
-        from migrations_policy.project import Project
+        from migrations_policy.core.project import Project
 
         project = Project(self.ini)
         try:

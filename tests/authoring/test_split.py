@@ -10,8 +10,8 @@ import sys
 import pytest
 import sqlalchemy as sa
 
-from migrations_policy.errors import ConfigError
-from migrations_policy.sync_triggers import stale_sync_triggers, sync_triggers
+from migrations_policy.core.errors import ConfigError
+from migrations_policy.window.sync_triggers import stale_sync_triggers, sync_triggers
 
 from .conftest import module_of
 
@@ -133,7 +133,7 @@ def test_type_change_and_rename(workspace, backend):
         assert contract.index(f"op.drop_sync_trigger('nodes', old={old!r}, new={new!r})") < \
             contract.index(f"batch_op.drop_column({old!r})")
     assert "GUESSED: nodes.extra -> meta looks like a rename" in expand
-    assert "import migrations_policy.sync_triggers" in expand and "import migrations_policy.sync_triggers" in contract
+    assert "import migrations_policy.window.sync_triggers" in expand and "import migrations_policy.window.sync_triggers" in contract
     assert set(module_of(files["contract"])["requires_data_migrations"]) == {
         "nodes_name_new_from_name", "nodes_meta_from_extra"}
     data = files["data"].read_text()

@@ -9,7 +9,7 @@ import pytest
 from migrations_policy.lint.rules import get
 from migrations_policy.lint.rules.mp160_sync_trigger_outlives_column import findings
 
-HEADER = "from alembic import op\nimport migrations_policy.sync_triggers\n\n\ndef upgrade():\n"
+HEADER = "from alembic import op\nimport migrations_policy.window.sync_triggers\n\n\ndef upgrade():\n"
 DOWNGRADE = "\n\ndef downgrade():\n    op.drop_column('t', 'name')\n"  # never read
 
 

@@ -11,8 +11,8 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from migrations_policy import cli
 from migrations_policy.authoring import VersionedMixin, configure_object_versions, is_object_table, object_table
-from migrations_policy.config import Settings
-from migrations_policy.errors import ConfigError
+from migrations_policy.core.config import Settings
+from migrations_policy.core.errors import ConfigError
 
 MAPPING = {"1.0": {"Widget": ["1.0"]}, "2.0": {"Widget": ["1.0", "1.1"]}}
 

@@ -9,10 +9,10 @@ import textwrap
 import pytest
 import sqlalchemy as sa
 
-from migrations_policy.config import Settings
+from migrations_policy.core.config import Settings
 from migrations_policy.data import DataMigration, ReleaseMapping, data_migration, load_registry
 from migrations_policy.data.report import MigrationReport, TerminalProgress
-from migrations_policy.errors import ConfigError
+from migrations_policy.core.errors import ConfigError
 
 t = sa.table("things", sa.column("id", sa.Integer), sa.column("a"), sa.column("b"))
 

@@ -15,7 +15,7 @@ import pytest
 import sqlalchemy as sa
 
 from migrations_policy.data import DataMigration, Registry, RunOptions, ledger, pending_migrations, run
-from migrations_policy.gate import unfinished
+from migrations_policy.gate.verdict import unfinished
 
 metadata = sa.MetaData()
 copies = sa.Table(
@@ -120,7 +120,7 @@ def test_a_case_blind_column_collation_hides_no_change(db_engine, backend, seed)
     """Columns whose own collation calls 'ABC' and 'abc' equal: a change of case or trailing
     space by release N is still pending (set-based predicate, exact and estimated gate) and still
     copied by the sync triggers, exactly as Python compares the values read back."""
-    from migrations_policy.sync_triggers import SyncPair, create_statements
+    from migrations_policy.window.sync_triggers import SyncPair, create_statements
 
     rng = random.Random(seed)
     if backend == "postgresql":

@@ -10,7 +10,7 @@ import threading
 import pytest
 import sqlalchemy as sa
 
-from migrations_policy import gate
+from migrations_policy.gate import verdict as gate
 from migrations_policy.data import DataMigration, Registry, RunOptions, ledger, pending_migrations, run
 from migrations_policy.data.pending import has_pending
 

@@ -8,12 +8,17 @@ import time
 import pytest
 import sqlalchemy as sa
 
-from migrations_policy.data import (
-    DataMigration, Registry, RunOptions, data_migration, ledger, pending_migrations, record_forced, run,
-)
+from migrations_policy.data import (DataMigration,
+    Registry,
+    RunOptions,
+    data_migration,
+    ledger,
+    pending_migrations,
+    record_forced,
+    run)
 from migrations_policy.data.runner import MAX_GROWTH, next_batch_size
-from migrations_policy.errors import UsageError
-from migrations_policy.gate import unfinished
+from migrations_policy.core.errors import UsageError
+from migrations_policy.gate.verdict import unfinished
 
 from .support import create_schema, insert_items, items, scalar
 
@@ -218,7 +223,7 @@ def test_record_forced_and_missing_ledger(db_engine):
     assert (row["forced_remaining"], row["forced_reason"], row["forced_by"]) == (10, "incident 42", "ops@host")
     assert row["forced_at"] is not None and row["state"] == "never run"
     ledger.ledger.drop(db_engine)
-    from migrations_policy.errors import DatabaseError
+    from migrations_policy.core.errors import DatabaseError
     with pytest.raises(DatabaseError, match="create_ledger"):
         run(db_engine, Registry([copy()]))
 

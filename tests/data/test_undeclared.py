@@ -9,7 +9,7 @@ import re
 import pytest
 
 from migrations_policy import commands
-from migrations_policy.errors import ConfigError
+from migrations_policy.core.errors import ConfigError
 
 
 def test_undeclared_requirement_fails_naming_it(example_project):
@@ -18,7 +18,7 @@ def test_undeclared_requirement_fails_naming_it(example_project):
         text = fh.read()
     with open(ini, "w", encoding="utf-8") as fh:
         fh.write(text.replace("data_migrations = inventory.data_migrations\n", ""))
-    from migrations_policy.project import Project
+    from migrations_policy.core.project import Project
 
     project = Project(ini, url=example_project.url.render_as_string(hide_password=False))
     try:

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from alembic import command as alembic_command
 
 from migrations_policy import cli
-from migrations_policy.project import Project
+from migrations_policy.core.project import Project
 
 from ..helpers import copy_example, forget_example_modules, set_ini_option
 

@@ -212,7 +212,7 @@ def test_lock_retry_message_names_table_revision_and_holder(app, caplog):
     holder_id = {"id": results[0]}
     project = app.project()
     try:
-        with caplog.at_level(logging.WARNING, logger="migrations_policy.lock_timeout"):
+        with caplog.at_level(logging.WARNING, logger="migrations_policy.expand.lock_timeout"):
             result = commands.upgrade(project, phases=("expand",))
     finally:
         project.dispose()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from migrations_policy.gate import NotWired
+from migrations_policy.gate.verdict import NotWired
 
 CONTRACT_SCRIPT = "migrations/versions/contract/0003_r3_drop_extra_name.py"
 
@@ -31,7 +31,7 @@ def _use_directive_instead_of_attribute(app) -> None:
     text = path.read_text()
     text = text.replace(
         'requires_data_migrations = ("nodes_extra_to_meta", "nodes_name_to_display_name", "port_node_orphans")\n', "")
-    text = text.replace("import sqlalchemy as sa\n", "import sqlalchemy as sa\n\nimport migrations_policy.operations  # noqa: F401\n")
+    text = text.replace("import sqlalchemy as sa\n", "import sqlalchemy as sa\n\nimport migrations_policy.gate.operations  # noqa: F401\n")
     text = text.replace("def upgrade() -> None:\n", "def upgrade() -> None:\n"
                         '    op.require_data_migrations("nodes_extra_to_meta", "port_node_orphans")\n')
     assert "op.require_data_migrations" in text and "requires_data_migrations =" not in text

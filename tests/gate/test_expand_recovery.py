@@ -224,7 +224,7 @@ def test_a_deadlock_victim_statement_is_retried_and_the_application_commits(tmp_
     thread = threading.Thread(target=application, daemon=True)
     thread.start()
     assert ready.wait(10)
-    with caplog.at_level("WARNING", logger="migrations_policy.lock_timeout"):
+    with caplog.at_level("WARNING", logger="migrations_policy.expand.lock_timeout"):
         code, out, err = dbsync(proj, capsys, "upgrade", "--expand")
     thread.join()
     assert waited == [True], "the revision's UPDATE was never seen waiting for the application's row lock"
@@ -257,11 +257,11 @@ def test_a_trigger_statement_that_was_running_when_the_run_died_counts_as_done_o
     client died.  The rerun must take "trigger already exists" (1359) / "does not exist" (1360) as
     applied, like a duplicate column; it failed on them, every time.  The state is made as such a
     kill leaves it: a later statement fails, then the trigger statement's entry is set back to running."""
-    from migrations_policy.sync_triggers import sync_trigger_name
+    from migrations_policy.window.sync_triggers import sync_trigger_name
 
     trigger = sync_trigger_name("books", "title", "label")
     fail = 'op.execute("SELECT no_such_function()")'
-    up = ('import migrations_policy.sync_triggers\n'
+    up = ('import migrations_policy.window.sync_triggers\n'
           'op.add_column("books", sa.Column("label", sa.String(80)))\n'
           'op.create_sync_trigger("books", old="title", new="label")')  # statement 5: CREATE TRIGGER ..._bu
     down = (f'op.execute("DROP TRIGGER {trigger}_bi")\nop.execute("DROP TRIGGER {trigger}_bu")\n'

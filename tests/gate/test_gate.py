@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 from alembic.util import CommandError
 
-from migrations_policy.gate import GateRefused
+from migrations_policy.gate.verdict import GateRefused
 
 from .conftest import ORPHANS, ROWS
 
@@ -191,7 +191,7 @@ def test_offline_sql_checks_the_gate_when_it_is_run(expanded, capsys, backend):
 
 
 def _guard_statements(sql: str) -> list[str]:
-    from migrations_policy.offline_guard import MARKER
+    from migrations_policy.gate.offline_guard import MARKER
 
     chunks = sql.split("\n\n")
     return [chunks[i + 1].strip() for i, chunk in enumerate(chunks)
@@ -200,7 +200,7 @@ def _guard_statements(sql: str) -> list[str]:
 
 def _guards_for(app, project) -> list[str]:
     """The guard statements for the example contract's requirements, compiled for *app*'s dialect."""
-    from migrations_policy import offline_guard
+    from migrations_policy.gate import offline_guard
     from migrations_policy.data.discovery import load_registry
 
     registry = load_registry(project.settings, project.alembic_config.get_prepend_sys_paths_list())
@@ -238,7 +238,7 @@ def test_offline_sql_guards_what_the_online_gate_requires(expanded, capsys, back
     body = ('op.drop_sync_trigger("nodes", old="extra", new="meta")\n'
             'op.drop_sync_trigger("nodes", old="name", new="display_name")\n' + first + drop)
     (root / "0003_r3_offline.py").write_text(
-        "from alembic import op\nimport sqlalchemy as sa\n\nimport migrations_policy.sync_triggers\n\n"
+        "from alembic import op\nimport sqlalchemy as sa\n\nimport migrations_policy.window.sync_triggers\n\n"
         f"revision = 'r3_offline'\ndown_revision = 'contract_root'\nbranch_labels = None\n"
         f"depends_on = {EXPAND_HEAD!r}\n{module_level}\n\n"
         f"def upgrade() -> None:\n{textwrap.indent(body, '    ')}\n\n\ndef downgrade() -> None:\n    pass\n")

@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from migrations_policy import cli
-from migrations_policy.config import LOCK_RETRIES_MAX, LOCK_TIMEOUT_MAX, LOCK_TIMEOUT_MIN, load_settings
-from migrations_policy.errors import ConfigError
-from migrations_policy.lock_timeout import set_session_lock_timeout
+from migrations_policy.core.config import LOCK_RETRIES_MAX, LOCK_TIMEOUT_MAX, LOCK_TIMEOUT_MIN, load_settings
+from migrations_policy.core.errors import ConfigError
+from migrations_policy.expand.lock_timeout import set_session_lock_timeout
 
 from ..helpers import copy_example, set_ini_option
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from migrations_policy.config import Settings
-from migrations_policy.errors import ConfigError
-from migrations_policy.globs import compile_glob
+from migrations_policy.core.config import Settings
+from migrations_policy.core.errors import ConfigError
+from migrations_policy.core.globs import compile_glob
 from migrations_policy.lint import rules, run
 from migrations_policy.lint.adoption import rule_codes
 
@@ -338,7 +338,7 @@ def test_toml_tables_are_read(tmp_path):
     (tmp_path / "pyproject.toml").write_text(
         '[tool.migrations_policy]\nbaseline = ["a", "b"]\nexclude = ["legacy/**"]\n'
         '[tool.migrations_policy.per-file-ignores]\n"versions/old/*.py" = ["MP101", "MP1"]\n')
-    from migrations_policy.config import load_settings
+    from migrations_policy.core.config import load_settings
 
     settings = load_settings(tmp_path)
     assert settings.baseline == ["a", "b"] and settings.exclude == ["legacy/**"]
@@ -379,7 +379,7 @@ def test_init_adopt_with_alembics_pyproject_template_writes_the_toml_table(tmp_p
     assert _alembic(tmp_path, "init", "-t", "pyproject", "migrations").returncode == 0
     (tmp_path / "migrations" / "versions" / "first.py").write_text(script(DROP.format(n=1), revision="first"))
     assert _cli(tmp_path, "init", "--adopt").returncode == 0
-    from migrations_policy.config import load_settings
+    from migrations_policy.core.config import load_settings
 
     assert load_settings(tmp_path).baseline == ["first"]
     lint = _cli(tmp_path, "lint", "migrations/versions")

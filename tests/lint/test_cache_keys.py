@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from migrations_policy.config import Settings
+from migrations_policy.core.config import Settings
 from migrations_policy.lint import cache as cache_module
 from migrations_policy.lint import run
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from migrations_policy.config import Settings
-from migrations_policy.errors import ConfigError
+from migrations_policy.core.config import Settings
+from migrations_policy.core.errors import ConfigError
 from migrations_policy.lint import run
 
 from .conftest import script

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from migrations_policy.framework_tables import is_framework_table
-from migrations_policy.sync_triggers import sync_trigger_name
+from migrations_policy.core.framework_tables import is_framework_table
+from migrations_policy.window.sync_triggers import sync_trigger_name
 
 BASE_TABLES = ("t1", "t2", "t3")
 #: Columns of release 1 an index may cover (and the app writes).

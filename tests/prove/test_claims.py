@@ -30,7 +30,7 @@ import sqlalchemy as sa
 
 from migrations_policy.data import DataMigration, Registry, RunOptions, data_migration, ledger, run
 from migrations_policy.data import claims, runner
-from migrations_policy.framework_tables import claims_table
+from migrations_policy.core.framework_tables import claims_table
 
 from ..data.support import dbsync_argv, items
 from ..data.support import metadata as items_metadata

@@ -221,7 +221,7 @@ def _install(app: App, attack: Attack, dialect: str, body: str | None = None) ->
     body = body or "\n".join([*releases, FORMS[attack.form](attack.column, dialect), *readd])
     (root / directory / "0003_r3_attack.py").write_text(
         f'"""attack: {attack}"""\nfrom alembic import op\nimport sqlalchemy as sa\n\n'
-        "import migrations_policy.sync_triggers\n\n"
+        "import migrations_policy.window.sync_triggers\n\n"
         f"revision = {ATTACK_REV!r}\ndown_revision = {down!r}\nbranch_labels = None\ndepends_on = {depends!r}\n\n\n"
         f"def upgrade() -> None:\n{textwrap.indent(body, '    ')}\n\n\ndef downgrade() -> None:\n    pass\n")
 

@@ -22,8 +22,8 @@ from alembic import command as alembic_command
 from alembic.config import Config
 
 from migrations_policy import commands
-from migrations_policy.lock_timeout import error_code
-from migrations_policy.project import Project
+from migrations_policy.expand.lock_timeout import error_code
+from migrations_policy.core.project import Project
 
 from ..gate.expand_project import ExpandProject
 

@@ -14,7 +14,7 @@ from alembic import command as alembic_command
 
 from migrations_policy import cli
 from migrations_policy.data import ledger
-from migrations_policy.project import Project
+from migrations_policy.core.project import Project
 
 from ..helpers import copy_example, forget_example_modules
 from .conftest import accounts, create_schema, insert_seed, seed_rows

@@ -16,7 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from migrations_policy import _urls, cli
+from migrations_policy.core import urls as _urls
+from migrations_policy import cli
 
 from ..helpers import REPO, copy_example, forget_example_modules
 

@@ -103,7 +103,7 @@ def contract_source(form: str, position: str, placement: str) -> tuple[str, str]
         body.insert(0 if position == "before" else 1, call)
     body_text = textwrap.indent("\n".join(body), "    ")
     source = (f'"""release 3 under attack: {form}, {position}, {placement}"""\n'
-              "from alembic import op\nimport sqlalchemy as sa\n\nimport migrations_policy.sync_triggers\n\n"
+              "from alembic import op\nimport sqlalchemy as sa\n\nimport migrations_policy.window.sync_triggers\n\n"
               f"revision = {CONTRACT_REV!r}\ndown_revision = {down!r}\nbranch_labels = None\n"
               f"depends_on = {depends!r}\n\n{module_level}\n\n\n"
               f"def upgrade() -> None:\n{body_text}\n\n\ndef downgrade() -> None:\n    pass\n")

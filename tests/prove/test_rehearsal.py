@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from migrations_policy.project import Project
+from migrations_policy.core.project import Project
 from migrations_policy.rehearsal import RehearsalOptions, rehearse
 
 from ..helpers import copy_example, forget_example_modules

@@ -15,7 +15,7 @@ import pytest
 import sqlalchemy as sa
 
 from migrations_policy.policy.sql import dropped_triggers
-from migrations_policy.sync_triggers import sync_trigger_name
+from migrations_policy.window.sync_triggers import sync_trigger_name
 from tests.gate.recovery import dbsync, error_line, release1_project
 
 BODY = """

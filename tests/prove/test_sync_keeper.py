@@ -12,13 +12,13 @@ import random
 
 import sqlalchemy as sa
 
-from migrations_policy.sync_triggers import sync_triggers, trigger_definitions
+from migrations_policy.window.sync_triggers import sync_triggers, trigger_definitions
 
 from .attacks import EXPAND_HEAD
 from .attacks import expanded_app as _expanded_app
 from .test_sync_trigger_attacks import release_n_writes
 
-HEADER = ('"""{doc}"""\nfrom alembic import op\nimport sqlalchemy as sa\n\nimport migrations_policy.sync_triggers\n\n'
+HEADER = ('"""{doc}"""\nfrom alembic import op\nimport sqlalchemy as sa\n\nimport migrations_policy.window.sync_triggers\n\n'
           "revision = {rev!r}\ndown_revision = {down!r}\nbranch_labels = None\ndepends_on = {depends!r}\n\n\n"
           "def upgrade() -> None:\n{body}\n\n\ndef downgrade() -> None:\n    pass\n")
 

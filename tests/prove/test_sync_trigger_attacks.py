@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import pytest
 import sqlalchemy as sa
 
-from migrations_policy.sync_triggers import sync_trigger_name, sync_triggers
+from migrations_policy.window.sync_triggers import sync_trigger_name, sync_triggers
 
 from ..gate.conftest import App
 from .attacks import EXPAND_HEAD, _fresh_url
@@ -172,7 +172,7 @@ def _install(app: App, attack: Attack, backend: str) -> None:
         body = "\n".join([_FK_AROUND[backend][0], body, _FK_AROUND[backend][1]])
     (root / "expand" / "0003_r3_sync_attack.py").write_text(
         f'"""attack: {attack}"""\nfrom alembic import op\nimport sqlalchemy as sa\n\n'
-        "import migrations_policy.sync_triggers\n\n"
+        "import migrations_policy.window.sync_triggers\n\n"
         f"revision = {ATTACK_REV!r}\ndown_revision = {EXPAND_HEAD!r}\nbranch_labels = None\ndepends_on = None\n\n\n"
         f"def upgrade() -> None:\n{textwrap.indent(body, '    ')}\n\n\ndef downgrade() -> None:\n    pass\n")
 

@@ -19,9 +19,9 @@ import sqlalchemy as sa
 from alembic.migration import MigrationContext
 from alembic.operations import Operations
 
-from migrations_policy import sync_triggers
+from migrations_policy.window import sync_triggers
 from migrations_policy.data import DataMigration
-from migrations_policy.sync_triggers import sync_trigger_name, stale_sync_triggers
+from migrations_policy.window.sync_triggers import sync_trigger_name, stale_sync_triggers
 
 metadata = sa.MetaData()
 things = sa.Table(

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import command as alembic_command
 
 from migrations_policy import cli
-from migrations_policy.project import Project
+from migrations_policy.core.project import Project
 from migrations_policy.trace import StatementTrace, cross_check, named_lock
 
 from ..helpers import copy_example, forget_example_modules

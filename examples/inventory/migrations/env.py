@@ -12,7 +12,7 @@ autogenerate and adds the contract gate.  Keep it in every ``configure`` call.
 from alembic import context
 from sqlalchemy import engine_from_config, pool
 
-from migrations_policy import environment as policy
+from migrations_policy.gate import environment as policy
 
 from inventory.models import release3
 

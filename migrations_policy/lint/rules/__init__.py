@@ -12,7 +12,7 @@ import importlib
 import pkgutil
 from functools import lru_cache
 
-from .base import Rule
+from migrations_policy.lint.rules.base import Rule
 
 
 @lru_cache(maxsize=1)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 
-from ...policy.model import CONTRACT, EXPAND, Verdict
+from migrations_policy.policy.model import CONTRACT, EXPAND, Verdict
 
 BOTH_PHASES = (EXPAND, CONTRACT)
 

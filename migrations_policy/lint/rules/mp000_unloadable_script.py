@@ -25,7 +25,7 @@ is not an error: it is linted from source with warning ``MP001``, or run against
 scratch database with ``lint --url``.
 """
 
-from .base import BOTH_PHASES, Rule
+from migrations_policy.lint.rules.base import BOTH_PHASES, Rule
 
 
 class UnloadableScript(Rule):

@@ -33,7 +33,7 @@ back (MySQL/MariaDB cannot roll back DDL: use a throwaway database).  Or run
 database, each script at its own ``down_revision``, and what really ran is linted.
 """
 
-from .base import BOTH_PHASES, Rule
+from migrations_policy.lint.rules.base import BOTH_PHASES, Rule
 
 
 class NotExecutedOffline(Rule):

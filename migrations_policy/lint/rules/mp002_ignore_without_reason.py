@@ -21,7 +21,7 @@ op.drop_column("users", "legacy")
 ```
 """
 
-from .base import BOTH_PHASES, Rule
+from migrations_policy.lint.rules.base import BOTH_PHASES, Rule
 
 
 class IgnoreWithoutReason(Rule):

@@ -17,7 +17,7 @@ op.add_column("users", sa.Column("nick", sa.String(50)))  # migrations-policy: i
 Remove the comment.
 """
 
-from .base import BOTH_PHASES, Rule
+from migrations_policy.lint.rules.base import BOTH_PHASES, Rule
 
 
 class UnusedIgnore(Rule):

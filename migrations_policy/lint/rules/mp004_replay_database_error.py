@@ -25,7 +25,7 @@ def upgrade():
 Fix the script (or its ``down_revision``) so that it applies on top of its parent.
 """
 
-from .base import BOTH_PHASES, Rule
+from migrations_policy.lint.rules.base import BOTH_PHASES, Rule
 
 
 class ReplayDatabaseError(Rule):

@@ -27,7 +27,7 @@ imports it before the scripts run:
 ``lint_plugins = myproj.migration_ops``.
 """
 
-from .base import BOTH_PHASES, Rule
+from migrations_policy.lint.rules.base import BOTH_PHASES, Rule
 
 
 class UnknownOperation(Rule):

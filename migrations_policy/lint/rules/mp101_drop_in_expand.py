@@ -25,8 +25,8 @@ def upgrade():
 Stop using the object in code, release that code, then drop it in a **contract** script.
 """
 
-from ...policy import model as m
-from .base import Rule
+from migrations_policy.policy import model as m
+from migrations_policy.lint.rules.base import Rule
 
 
 class DropInExpand(Rule):

@@ -21,8 +21,8 @@ Add the new column (or table) in expand, copy the data in an online data migrati
 while new code writes both, switch reads, and drop the old one in contract.
 """
 
-from ...policy import model as m
-from .base import Rule
+from migrations_policy.policy import model as m
+from migrations_policy.lint.rules.base import Rule
 
 
 class RenameInExpand(Rule):

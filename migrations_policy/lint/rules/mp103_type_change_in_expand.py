@@ -30,8 +30,8 @@ Add a new column of the new type in expand, backfill it in an online data migrat
 (new code writes both), switch reads, drop the old column in contract.
 """
 
-from ...policy import model as m
-from .base import Rule
+from migrations_policy.policy import model as m
+from migrations_policy.lint.rules.base import Rule
 
 
 class TypeChangeInExpand(Rule):

@@ -22,8 +22,8 @@ Backfill in an online data migration, then set NOT NULL in **contract** (on Post
 after ``ADD CHECK (email IS NOT NULL) NOT VALID`` + ``VALIDATE CONSTRAINT``).
 """
 
-from ...policy import model as m
-from .base import Rule
+from migrations_policy.policy import model as m
+from migrations_policy.lint.rules.base import Rule
 
 
 class SetNotNullInExpand(Rule):

@@ -26,8 +26,8 @@ op.add_column("users", sa.Column("active", sa.Boolean(), nullable=False, server_
 or add it nullable, backfill online, and set NOT NULL in contract.
 """
 
-from ...policy import model as m
-from .base import Rule
+from migrations_policy.policy import model as m
+from migrations_policy.lint.rules.base import Rule
 
 
 class NotNullWithoutServerDefault(Rule):

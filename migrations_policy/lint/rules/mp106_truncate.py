@@ -18,8 +18,8 @@ def upgrade():
 Delete rows in batches in an online data migration, or drop the table in contract.
 """
 
-from ...policy import model as m
-from .base import BOTH_PHASES, Rule
+from migrations_policy.policy import model as m
+from migrations_policy.lint.rules.base import BOTH_PHASES, Rule
 
 
 class Truncate(Rule):

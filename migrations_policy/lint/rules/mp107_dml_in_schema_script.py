@@ -22,8 +22,8 @@ Declare an online data migration (batched, resumable, tracked), and require it b
 the contract phase.
 """
 
-from ...policy import model as m
-from .base import BOTH_PHASES, Rule
+from migrations_policy.policy import model as m
+from migrations_policy.lint.rules.base import BOTH_PHASES, Rule
 
 
 class DmlInSchemaScript(Rule):

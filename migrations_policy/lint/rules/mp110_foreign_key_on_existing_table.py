@@ -25,8 +25,8 @@ PostgreSQL: ``postgresql_not_valid=True`` in expand (brief lock, new rows checke
 MySQL/MariaDB: an online schema change tool, or a maintenance window.
 """
 
-from ...policy import model as m
-from .base import Rule
+from migrations_policy.policy import model as m
+from migrations_policy.lint.rules.base import Rule
 
 
 class ForeignKeyOnExistingTable(Rule):

@@ -27,8 +27,8 @@ PostgreSQL: ``CREATE UNIQUE INDEX CONCURRENTLY`` in an autocommit block, then
 the column guarantees uniqueness (usually contract).
 """
 
-from ...policy import model as m
-from .base import Rule
+from migrations_policy.policy import model as m
+from migrations_policy.lint.rules.base import Rule
 
 
 class UniqueOnExistingTable(Rule):

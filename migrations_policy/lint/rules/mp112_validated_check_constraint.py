@@ -20,8 +20,8 @@ PostgreSQL: ``postgresql_not_valid=True`` (brief lock, new rows checked), then
 ``VALIDATE CONSTRAINT`` in a later script.  MySQL/MariaDB: an online schema change tool.
 """
 
-from ...policy import model as m
-from .base import Rule
+from migrations_policy.policy import model as m
+from migrations_policy.lint.rules.base import Rule
 
 
 class ValidatedCheckConstraint(Rule):

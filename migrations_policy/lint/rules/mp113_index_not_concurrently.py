@@ -26,8 +26,8 @@ def upgrade():
 A failed concurrent build leaves an INVALID index: drop it and retry.
 """
 
-from ...policy import model as m
-from .base import Rule
+from migrations_policy.policy import model as m
+from migrations_policy.lint.rules.base import Rule
 
 
 class IndexNotConcurrently(Rule):

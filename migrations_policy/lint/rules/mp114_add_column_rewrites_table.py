@@ -28,8 +28,8 @@ Add the column nullable without a default, set the default for new rows, and fil
 existing rows in an online data migration.
 """
 
-from ...policy import model as m
-from .base import Rule
+from migrations_policy.policy import model as m
+from migrations_policy.lint.rules.base import Rule
 
 
 class AddColumnRewritesTable(Rule):

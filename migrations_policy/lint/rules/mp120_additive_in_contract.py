@@ -21,9 +21,9 @@ def upgrade():
 Move it to an expand script.
 """
 
-from ...policy import model as m
-from ...policy.model import CONTRACT
-from .base import Rule
+from migrations_policy.policy import model as m
+from migrations_policy.policy.model import CONTRACT
+from migrations_policy.lint.rules.base import Rule
 
 
 class AdditiveInContract(Rule):

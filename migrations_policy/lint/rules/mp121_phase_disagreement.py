@@ -30,7 +30,7 @@ Point ``down_revision`` at the contract branch's head (or label the revision
 directory of its branch.
 """
 
-from .base import BOTH_PHASES, Rule
+from migrations_policy.lint.rules.base import BOTH_PHASES, Rule
 
 
 class PhaseDisagreement(Rule):

@@ -24,7 +24,7 @@ def upgrade():
 ```
 """
 
-from .base import BOTH_PHASES, Rule
+from migrations_policy.lint.rules.base import BOTH_PHASES, Rule
 
 
 class ConcurrentlyInTransaction(Rule):

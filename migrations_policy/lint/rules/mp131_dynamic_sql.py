@@ -35,8 +35,8 @@ for table in ("shard_1", "shard_2"):
 ```
 """
 
-from ...policy import model as m
-from .base import BOTH_PHASES, Rule
+from migrations_policy.policy import model as m
+from migrations_policy.lint.rules.base import BOTH_PHASES, Rule
 
 
 class DynamicSql(Rule):

@@ -19,8 +19,8 @@ def upgrade():
 An online schema change tool (pt-online-schema-change, gh-ost) or a maintenance window.
 """
 
-from ...policy import model as m
-from .base import Rule
+from migrations_policy.policy import model as m
+from migrations_policy.lint.rules.base import Rule
 
 
 class MysqlFulltextIndex(Rule):

@@ -20,7 +20,7 @@ op.add_column("users", sa.Column("shard", sa.Float, server_default=sa.text("(ran
 Add the column without a default and fill per-row values in an online data migration.
 """
 
-from .base import BOTH_PHASES, Rule
+from migrations_policy.lint.rules.base import BOTH_PHASES, Rule
 
 
 class DefaultSameValue(Rule):

@@ -22,7 +22,7 @@ violating rows) and say so in an inline ignore:
 ``# migrations-policy: ignore[MP142] orphans checked by data migration orders_user_orphans``.
 """
 
-from .base import BOTH_PHASES, Rule
+from migrations_policy.lint.rules.base import BOTH_PHASES, Rule
 
 
 class ForeignKeyUnvalidated(Rule):

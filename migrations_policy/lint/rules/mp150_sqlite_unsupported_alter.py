@@ -22,7 +22,7 @@ A nullable column or a constant default, backfilled online; for other changes
 ``batch_alter_table`` (which recreates the table, see ``MP151``).
 """
 
-from .base import BOTH_PHASES, Rule
+from migrations_policy.lint.rules.base import BOTH_PHASES, Rule
 
 
 class SqliteUnsupportedAlter(Rule):

@@ -23,8 +23,8 @@ Keep expand to plain ``op.add_column`` (instant on SQLite); do table recreations
 contract or a maintenance window.
 """
 
-from ...policy import model as m
-from .base import Rule
+from migrations_policy.policy import model as m
+from migrations_policy.lint.rules.base import Rule
 
 
 class BatchRecreate(Rule):

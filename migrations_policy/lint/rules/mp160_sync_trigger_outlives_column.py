@@ -37,8 +37,8 @@ from __future__ import annotations
 import ast
 from typing import Iterable, NamedTuple
 
-from ...policy.model import CONTRACT
-from .base import Rule
+from migrations_policy.policy.model import CONTRACT
+from migrations_policy.lint.rules.base import Rule
 
 
 class SyncTriggerOutlivesColumn(Rule):

@@ -39,8 +39,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from .base import BOTH_PHASES, Rule
-from .mp160_sync_trigger_outlives_column import Finding, upgrade_events
+from migrations_policy.lint.rules.base import BOTH_PHASES, Rule
+from migrations_policy.lint.rules.mp160_sync_trigger_outlives_column import Finding, upgrade_events
 
 
 class SyncTriggerTableRebuilt(Rule):

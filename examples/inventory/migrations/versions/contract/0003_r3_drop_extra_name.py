@@ -10,7 +10,7 @@ Create Date: 2026-06-01 09:00:00
 from alembic import op
 import sqlalchemy as sa
 
-import migrations_policy.sync_triggers  # noqa: F401  (registers op.drop_sync_trigger)
+import migrations_policy.window.sync_triggers  # noqa: F401  (registers op.drop_sync_trigger)
 
 revision = "r3_drop_extra_name"
 down_revision = "contract_root"

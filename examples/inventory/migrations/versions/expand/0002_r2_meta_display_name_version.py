@@ -21,7 +21,7 @@ Create Date: 2026-03-02 09:00:00
 from alembic import op
 import sqlalchemy as sa
 
-import migrations_policy.sync_triggers  # noqa: F401  (registers op.create_sync_trigger)
+import migrations_policy.window.sync_triggers  # noqa: F401  (registers op.create_sync_trigger)
 
 revision = "r2_meta_display_name_version"
 down_revision = "r1_inventory"

@@ -1,0 +1,7 @@
+"""``python -m migrations_policy.cli``: the ``migrations-policy`` command."""
+
+import sys
+
+from migrations_policy.cli.shell import main
+
+sys.exit(main())

@@ -1,0 +1,39 @@
+"""Commands as plain functions: each takes a ``Project`` (or a path) and plain arguments and
+returns a ``Result``; ``migrations_policy.cli`` only parses arguments and prints results.
+
+A project embeds them as its own commands (``from migrations_policy import commands``).
+Names are imported lazily, so ``commands.lint`` needs neither alembic nor SQLAlchemy.
+
+Modules: ``dbsync`` (upgrade, stamp, status, check, rollback, and the entry points of the
+others), ``data`` (online data migrations, prune), ``authoring`` (init, adopt, revision,
+check-models), ``lint``, ``state`` (where a database stands, for status and
+check).  May import every feature folder; only ``cli``, ``rehearsal`` and ``trace`` import it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_NAMES = {
+    **dict.fromkeys(
+        ("version", "VersionResult", "status", "StatusResult", "check", "CheckResult", "CHECK_MEANINGS",
+         "upgrade", "UpgradeResult", "stamp", "rollback", "RollbackResult", "online_data_migrations",
+         "DataMigrationsResult", "prune", "PruneResult", "plan", "init", "adopt", "check_models", "revision"),
+        "dbsync"),
+    "lint": "lint",
+    "LintResult": "lint",
+    "Result": "migrations_policy.core.result",
+    "EXPAND": "migrations_policy.core.revisions",
+    "CONTRACT": "migrations_policy.core.revisions",
+}
+
+__all__ = sorted(_NAMES)
+
+
+def __getattr__(name: str) -> Any:
+    module = _NAMES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    return getattr(import_module(module if "." in module else f"{__name__}.{module}"), name)

@@ -1,0 +1,124 @@
+"""``dbsync online_data_migrations`` for a ``Project``: arguments in, a ``RunReport`` out."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator
+
+from migrations_policy.core.errors import ConfigError, UsageError
+from migrations_policy.core.project import Project
+from migrations_policy.data.declare import Registry
+from migrations_policy.data.discovery import load_registry
+from migrations_policy.data.report import EXIT_USAGE, RunReport
+from migrations_policy.data.runner import RunOptions, run
+
+
+def project_registry(project: Project) -> Registry:
+    """The project's data migrations (settings modules, entry points, release mapping)."""
+    return load_registry(project.settings, project.alembic_config.get_prepend_sys_paths_list())
+
+
+def parse_option_args(pairs: Iterable[str]) -> dict[str, dict[str, str]]:
+    """``["name.key=value", ...]`` -> ``{name: {key: value}}``; a malformed one is a usage error (127)."""
+    options: dict[str, dict[str, str]] = {}
+    for pair in pairs:
+        target, sep, value = pair.partition("=")
+        name, dot, key = target.partition(".")
+        if not sep or not dot or not name.strip() or not key.strip():
+            raise UsageError(f"--option {pair!r}: expected NAME.key=value", exit_code=EXIT_USAGE)
+        options.setdefault(name.strip(), {})[key.strip()] = value
+    return options
+
+
+def run_for_project(
+    project: Project, *, batch_size: int | None = None, batch_seconds: float | None = None,
+    max_count: int | None = None, sleep: float = 0.0, workers: int = 1, migrations: Iterable[str] = (),
+    options: Iterable[str] = (), progress: Any = None, exact: bool = False,
+) -> RunReport:
+    if batch_seconds is None:
+        batch_seconds = project.settings.batch_seconds
+    run_options = RunOptions(
+        batch_size=batch_size or project.settings.batch_size, batch_seconds=batch_seconds or None,
+        max_count=max_count, sleep=sleep, workers=workers,
+        names=list(migrations), options=parse_option_args(options), exact=exact,
+    )
+    registry = project_registry(project)
+    with project.connect() as connection:  # one-line error now if the database cannot be reached
+        missing = undeclared_requirements(project, registry, connection)
+    if missing:  # the gate would refuse contract however often this runs: say what to declare
+        raise ConfigError(f"pending contract revisions require data migrations that no module declares: "
+                          f"{'; '.join(missing)}; add the module that declares them to the data_migrations "
+                          f"setting ({project.alembic_config.config_file_name})")
+    with sigterm_interrupts():
+        return run(project.engine, registry, run_options, progress=progress)
+
+
+def undeclared_requirements(project: Project, registry: Registry, connection: Any) -> list[str]:
+    """``name (required by rev, ...)`` for each data migration a pending contract revision
+    requires (``requires_data_migrations``) that the project does not declare."""
+    from migrations_policy.gate.verdict import requirements_of
+    from migrations_policy.policy.model import CONTRACT
+    from migrations_policy.core.revisions import branch_statuses, current_heads
+
+    try:
+        script = project.script
+    except ConfigError:  # no revision scripts (a project that only runs data migrations): none requires any
+        return []
+    missing: dict[str, list[str]] = {}
+    for revision in branch_statuses(script, current_heads(connection))[CONTRACT].pending:
+        for name in requirements_of(script.get_revision(revision)).names:
+            if name not in registry:
+                missing.setdefault(name, []).append(revision)
+    return [f"{name} (required by {', '.join(revisions)})" for name, revisions in missing.items()]
+
+
+def prune_for_project(project: Project, *, batch_size: int | None = None, batch_seconds: float | None = None,
+                      max_count: int | None = None, sleep: float = 0.0, workers: int = 1,
+                      migrations: Iterable[str] = (), options: Iterable[str] = (),
+                      progress: Any = None, exact: bool = False) -> tuple[RunReport, dict[str, int]]:
+    """``dbsync prune``: the project's ``Prune`` declarations (in its data_migrations modules),
+    children first, on the data-migration runner.  *migrations* selects prunes by name."""
+    from migrations_policy.data.discovery import _import
+    from migrations_policy.data.prune import prunes_in, run_prunes
+
+    if options:
+        raise UsageError("--option does not apply to prune", exit_code=EXIT_USAGE)
+    prunes = prunes_in(_import(module, "data_migrations") for module in project.settings.data_migrations)
+    wanted = list(migrations)
+    unknown = set(wanted) - {p.name for p in prunes}
+    if unknown:
+        known = ", ".join(p.name for p in prunes) or "none declared"
+        raise UsageError(f"unknown prune(s): {', '.join(sorted(unknown))} (known: {known})", exit_code=EXIT_USAGE)
+    if wanted:
+        prunes = [p for p in prunes if p.name in wanted]
+    run_options = RunOptions(batch_size=batch_size or project.settings.batch_size,
+                             batch_seconds=(batch_seconds if batch_seconds is not None
+                                            else project.settings.batch_seconds) or None,
+                             max_count=max_count, sleep=sleep, workers=workers, exact=exact)
+    if not prunes:
+        return RunReport(max_count=max_count), {}
+    with project.connect():
+        pass  # one-line error now if the database cannot be reached
+    with sigterm_interrupts():
+        return run_prunes(project.engine, prunes, run_options, progress=progress)
+
+
+@contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM (a service manager stopping us) behaves like Ctrl-C: the runner rolls the batch
+    in progress back and records ``interrupted``, instead of dying mid-batch with the ledger
+    ``running``.  Only from the main thread, where Python runs signal handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,50 @@
+"""Engines and connections for a URL a person typed: the one place that turns "this URL cannot be
+used" (unknown dialect or driver, options the driver chokes on, server unreachable) into one
+``DatabaseError`` line with the password masked.  No alembic import (``lint --url`` uses it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import create_engine
+from sqlalchemy.engine import URL, Engine
+from sqlalchemy.exc import SQLAlchemyError
+
+from migrations_policy.core import urls as _urls
+from migrations_policy.core.errors import DatabaseError
+
+
+#: The package extra that installs each dialect's default driver (setup.cfg).
+_EXTRAS = {"postgresql": "postgresql", "mysql": "mysql", "mariadb": "mysql"}
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first meaningful line of a driver's error, without SQLAlchemy's background link."""
+    text = str(getattr(exc, "orig", None) or exc).strip()
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("(Background on this error"):
+            return line
+    return type(exc).__name__
+
+
+def open_engine(url: str | URL, what: str = "database", **options: Any) -> Engine:
+    """``create_engine`` for *url*; an unknown dialect or driver (or a bad option) is one line."""
+    parsed = url if isinstance(url, URL) else _urls.parse_url(url)
+    try:
+        return create_engine(parsed, **options)
+    except (SQLAlchemyError, ImportError, ValueError, TypeError) as exc:
+        extra = _EXTRAS.get(parsed.get_backend_name()) if isinstance(exc, ImportError) else None
+        hint = f" (the driver is an extra: pip install \"migrations_policy[{extra}]\")" if extra else ""
+        raise DatabaseError(f"cannot use {what} {_urls.mask_url(parsed)}: {_urls.mask_text(_first_line(exc))}"
+                            f"{hint}") from None
+
+
+def connection_error(exc: BaseException, url: str | URL, what: str = "database") -> DatabaseError:
+    """The one-line error for a failed ``engine.connect()``.  Anything a driver raises while
+    connecting counts: PyMySQL fails ``?charset=bogus`` with AttributeError, ``?ssl_ca=/nonexistent``
+    with FileNotFoundError."""
+    detail = _urls.mask_text(_first_line(exc))
+    if not isinstance(exc, SQLAlchemyError):
+        detail = f"the driver refused the URL's options: {type(exc).__name__}: {detail}"
+    return DatabaseError(f"cannot connect to {what} {_urls.mask_url(url)}: {detail}")

@@ -1,0 +1,41 @@
+"""Errors a user can cause, each with the exit code the shell maps it to.
+
+Every error here is printed as one line (no traceback) by ``migrations_policy.cli``.
+Exit codes are documented in ``docs/exit_codes.rst`` and are part of the
+stable interface.
+"""
+
+from __future__ import annotations
+
+
+class PolicyError(Exception):
+    """Base class: an error with a one-line message and an exit code."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, exit_code: int | None = None):
+        super().__init__(message)
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0])
+
+
+class UsageError(PolicyError):
+    """Bad command-line arguments or configuration."""
+
+    exit_code = 2
+
+
+class ConfigError(PolicyError):
+    """A configuration file or value is missing or malformed."""
+
+    exit_code = 2
+
+
+class DatabaseError(PolicyError):
+    """The database could not be reached or answered with an error."""
+
+    exit_code = 2

@@ -1,0 +1,637 @@
+"""The contract gate: no gated revision is applied while the data it needs is unmigrated.
+
+A revision is *gated* when it sits on the contract branch or declares the online
+data migrations it needs, in either form::
+
+    requires_data_migrations = ("nodes_extra_to_meta", "port_node_orphans")
+
+    def upgrade():
+        op.require_data_migrations(*NEEDED)   # same effect; any module-level expression
+
+``evaluate`` is the one place that decides.  The env.py hook (``runtime.py``)
+asks it before alembic applies (or stamps) anything, so plain ``alembic
+upgrade`` is gated as well as ``dbsync upgrade``; ``status`` and ``check`` ask
+it too.  It refuses, before any DDL, when
+
+* a required migration still has rows to migrate (counted live by the
+  database from its pending predicate: the ledger alone could be stale), or is
+  stuck, failed, unknown or not declared;
+* the expand revision a contract revision depends on is not applied yet, also
+  when it is part of this same run (between expand and contract, data
+  migrations must run).  Only a database whose schema is really empty (no
+  version rows *and* no tables but the framework's) applies everything in one go;
+* a revision's branch, directory and content disagree
+  (``policy.phases.revision_phase_disagreement``: the linter reports the same);
+* a revision's requirements cannot be known before it runs (an
+  ``op.require_data_migrations(...)`` argument that is not a literal or a
+  module-level expression);
+* existing rows violate a UNIQUE, FOREIGN KEY, NOT NULL or CHECK constraint a
+  revision adds (``preconditions``: read from the operations its ``upgrade()``
+  invokes offline, counted live, with sample keys; what an ``upgrade()``
+  that stops early offline would add after the stop is not checked).
+
+The operation ``op.require_data_migrations`` also checks again when it runs:
+the check before the run never switches that off.
+
+``--force`` (``dbsync upgrade --contract --force``, ``dbsync stamp --force``, or
+``alembic -x migrations_policy_force=REASON ...``) lets pending data and missing
+expands through, never a phase
+conflict, unknown requirements or rows violating a constraint (its DDL would
+fail half-way anyway), and every override is kept in
+``migrations_policy_gate_overrides``.
+"""
+
+from __future__ import annotations
+
+import ast
+import getpass
+import os
+import socket
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+import sqlalchemy as sa
+from alembic.script import Script, ScriptDirectory
+from alembic.util import CommandError
+from sqlalchemy.engine import Connection
+
+from migrations_policy.gate.drop_guard import Destroyed, destroyed, readers, unfinished_readers
+from migrations_policy.gate.drop_guard import describe as describe_destroyed
+from migrations_policy.core.framework_tables import gate_overrides_table, is_framework_table
+from migrations_policy.core.offline_run import first_line
+from migrations_policy.policy.phases import revision_phase_disagreement
+from migrations_policy.core.revisions import CONTRACT, EXPAND, applied_revisions, parents, phase_of
+
+#: State of a required migration ``check`` did not probe: another one already refuses.
+NOT_CHECKED = "not checked"
+
+#: Exit code of dbsync when the gate refuses.
+EXIT_REFUSED = 4
+#: Exit code of dbsync when a revision destroyed, past every check before the database, what an
+#: unfinished data migration reads, and its DDL had committed (MariaDB/MySQL): not recorded as applied.
+EXIT_DESTROYED = 7
+
+VIOLATIONS_ADVICE = ("Existing rows violate a constraint the contract adds: fix or delete them (an online data "
+                     "migration is the place), then rerun. --force does not override this: the constraint's DDL "
+                     "would fail half-way, or on SQLite/non-strict MariaDB keep or coerce the rows.")
+
+
+@dataclass
+class PendingMigration:
+    name: str
+    remaining: int | None
+    state: str
+    required_by: list[str] = field(default_factory=list)
+    #: *remaining* is the planner's estimate (a pending row was found; counting them all is not needed).
+    estimated: bool = False
+
+    def describe(self) -> str:
+        if self.state == NOT_CHECKED:
+            return (f"{self.name}: not checked (another required migration is unfinished; `dbsync status` "
+                    f"shows it) (required by {', '.join(self.required_by)})")
+        rows = ("unknown rows (its table or columns do not exist yet)" if self.remaining is None
+                else f"{'~' if self.estimated else ''}{self.remaining:,} row{'' if self.remaining == 1 else 's'} "
+                     f"remaining{' (estimate; dbsync status --exact counts)' if self.estimated else ''}")
+        return f"{self.name}: {rows}, state {self.state} (required by {', '.join(self.required_by)})"
+
+
+@dataclass
+class GateVerdict:
+    """What the gate found for the revisions about to be applied."""
+
+    contract_revisions: list[str] = field(default_factory=list)  # the gated revisions among them
+    pending: list[PendingMigration] = field(default_factory=list)
+    missing_expand: list[tuple[str, str]] = field(default_factory=list)  # (contract rev, expand rev it needs)
+    #: Defects of the scripts themselves, which ``--force`` does not override: "path: why".
+    defects: list[str] = field(default_factory=list)
+    #: Revisions to be stamped whose requirements could not be read by running them offline.
+    unjudged: list[str] = field(default_factory=list)
+    #: Every data migration the judged revisions require: {name: [requiring revisions]}.
+    required: dict[str, list[str]] = field(default_factory=dict)
+    #: The migrations reading what the judged revisions drop (``drop_guard``), declared or not.
+    readers: set[str] = field(default_factory=set)
+    #: Constraints the revisions add that existing rows violate (``preconditions.Violation``).
+    violations: list[Any] = field(default_factory=list)
+    #: Constraints the revisions add whose rows were not counted (``preconditions.Precondition``):
+    #: ``status``/``check`` leave them while the contract is refused for pending work anyway
+    #: (one full scan each).  A run never defers them: ``--force`` must not skip them.
+    deferred: list[Any] = field(default_factory=list)
+
+    @property
+    def allowed(self) -> bool:
+        return not (self.pending or self.missing_expand or self.defects or self.unjudged or self.violations)
+
+    @property
+    def forceable(self) -> bool:
+        """``--force`` never overrides a defect, nor rows that violate a constraint the revision
+        adds: its DDL would fail half-way (or, on SQLite and non-strict MariaDB, keep or coerce them)."""
+        return not (self.defects or self.violations)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "allowed": self.allowed,
+            "contract_revisions": self.contract_revisions,
+            "pending": [{"name": p.name, "remaining": p.remaining, "estimated": p.estimated, "state": p.state,
+                         "required_by": p.required_by} for p in self.pending],
+            "missing_expand": [{"revision": c, "needs": e} for c, e in self.missing_expand],
+            "defects": self.defects,
+            "unjudged": self.unjudged,
+            "violations": [v.to_dict() for v in self.violations],
+            "preconditions_not_checked": [p.describe() for p in self.deferred],
+        }
+
+    def summary(self) -> str:
+        parts = []
+        if self.defects or self.unjudged:
+            parts.append(f"{len(self.defects) + len(self.unjudged)} revision(s) cannot be judged")
+        if self.pending:
+            parts.append(f"{len(self.pending)} data migration(s) not complete")
+        if self.missing_expand:
+            parts.append(f"{len(self.missing_expand)} expand revision(s) missing")
+        if self.violations:
+            parts.append(f"{len(self.violations)} constraint(s) it adds violated by existing rows")
+        return "; ".join(parts)
+
+
+class GateRefused(CommandError):
+    """Raised from env.py: alembic prints it (``FAILED: ...``), dbsync exits with code 4."""
+
+    exit_code = EXIT_REFUSED
+
+    def __init__(self, verdict: GateVerdict, how_to_finish: str):
+        self.verdict = verdict
+        lines = [("contract refused: " if verdict.contract_revisions else "upgrade refused: ") + verdict.summary()]
+        lines += [f"  - {d}" for d in verdict.defects + verdict.unjudged]
+        lines += [f"  - {p.describe()}" for p in verdict.pending]
+        lines += [f"  - {c} needs expand revision {e}, which is not applied: run the expand phase first"
+                  for c, e in verdict.missing_expand]
+        lines += [f"  - {v.describe()}" for v in verdict.violations]
+        if verdict.pending or verdict.missing_expand:
+            lines.append(how_to_finish)
+        if verdict.violations:
+            lines.append(VIOLATIONS_ADVICE)
+        super().__init__("\n".join(lines))
+
+
+class DataDestroyed(CommandError):
+    """A revision dropped what an unfinished migration reads by a path no check saw before the
+    database acted, and the DDL committed: the revision is not recorded as applied (one line)."""
+
+    exit_code = EXIT_DESTROYED
+
+    def __init__(self, revision: str, found: dict[str, tuple[Any, list[str]]]):
+        what = "; ".join(f"{', '.join(items)} (read by unfinished data migration {name})"
+                         for name, (_, items) in sorted(found.items()))
+        super().__init__(f"revision {revision} destroyed {what}, past the checks before each statement; its DDL "
+                         "had committed, so the data is gone: the revision is not recorded as applied. Restore "
+                         "the data from a backup (or accept the loss), then rerun")
+
+
+class NotWired(CommandError):
+    """The project's env.py did not hand the run to the gate: nothing was applied."""
+
+    exit_code = EXIT_REFUSED
+
+
+# -- what a revision requires ---------------------------------------------------------
+@dataclass(frozen=True)
+class Requirements:
+    """The data migrations a revision declares, as far as they can be known before it runs."""
+
+    names: tuple[str, ...] = ()
+    #: Declarations whose value cannot be known before the revision runs: "path:line: why".
+    unresolved: tuple[str, ...] = ()
+
+    @property
+    def declared(self) -> bool:
+        return bool(self.names or self.unresolved)
+
+
+_REQUIRE_OP = "require_data_migrations"
+
+
+def _names_from(value: Any) -> list[str] | None:
+    """*value* as data-migration names, or None when it is not a name or a collection of names."""
+    if isinstance(value, str):
+        return [value] if value else None
+    if isinstance(value, (list, tuple, set, frozenset)) and all(isinstance(v, str) and v for v in value):
+        return sorted(value) if isinstance(value, (set, frozenset)) else list(value)
+    return None
+
+
+def _is_require_call(node: ast.AST) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    return (isinstance(func, ast.Attribute) and func.attr == _REQUIRE_OP) or \
+        (isinstance(func, ast.Name) and func.id == _REQUIRE_OP)
+
+
+def _evaluate_argument(node: ast.expr, namespace: dict[str, Any], where: str) -> tuple[list[str], str | None]:
+    """The names one argument of ``op.require_data_migrations(...)`` stands for."""
+    starred = isinstance(node, ast.Starred)
+    expression = node.value if starred else node
+    if isinstance(expression, ast.Constant) and not starred:
+        names = _names_from(expression.value)
+        return (names, None) if names else ([], f"{where}: {ast.unparse(node)} is not a data migration name")
+    try:
+        value = eval(compile(ast.Expression(expression), where, "eval"), dict(namespace))  # noqa: S307
+    except Exception as exc:  # the project's own expression: anything can go wrong
+        return [], (f"{where}: op.{_REQUIRE_OP}({ast.unparse(node)}) cannot be evaluated before the revision "
+                    f"runs ({type(exc).__name__}: {first_line(exc)}); use literals or a module-level "
+                    "constant, or declare requires_data_migrations = (...)")
+    if starred:
+        iterable = isinstance(value, Iterable) and not isinstance(value, (str, bytes))
+        names = _names_from(tuple(value)) if iterable else None
+    else:
+        names = _names_from(value) if isinstance(value, str) else None
+    if names is None:
+        return [], f"{where}: op.{_REQUIRE_OP}({ast.unparse(node)}) is {value!r:.60}, not data migration names"
+    return names, None
+
+
+def requirements_of(rev: Script) -> Requirements:
+    """Data migrations *rev* declares: its ``requires_data_migrations`` attribute plus the
+    arguments of every ``op.require_data_migrations(...)`` call in its source, each
+    evaluated in the module's namespace (literals, module constants, imported names and
+    expressions over them).  What cannot be evaluated there is *unresolved*, never ignored."""
+    names: list[str] = []
+    unresolved: list[str] = []
+    path = rev.path
+    module = rev.module
+    if hasattr(module, "requires_data_migrations"):
+        declared = module.requires_data_migrations
+        if declared is not None and declared != ():
+            found = _names_from(declared)
+            if found is None:
+                unresolved.append(f"{path}: requires_data_migrations = {declared!r:.60} is not a name or a "
+                                  "tuple of data migration names")
+            else:
+                names.extend(found)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read(), path)
+    except (OSError, SyntaxError, ValueError) as exc:
+        # alembic imported the module, so its source should parse: fail closed if it does not.
+        return Requirements(tuple(dict.fromkeys(names)),
+                            tuple(unresolved) + (f"{path}: source cannot be read to find its requirements "
+                                                 f"({first_line(exc)})",))
+    namespace = vars(module)
+    for node in ast.walk(tree):
+        if not _is_require_call(node):
+            continue
+        where = f"{path}:{node.lineno}"
+        if node.keywords:
+            unresolved.append(f"{where}: op.{_REQUIRE_OP}() takes data migration names only, not keywords")
+        if not node.args:
+            unresolved.append(f"{where}: op.{_REQUIRE_OP}() names no data migration")
+        for arg in node.args:
+            found, problem = _evaluate_argument(arg, namespace, where)
+            names.extend(found)
+            if problem:
+                unresolved.append(problem)
+    return Requirements(tuple(dict.fromkeys(names)), tuple(unresolved))
+
+
+def is_gated(rev: Script, requirements: Requirements | None = None) -> bool:
+    """A revision the gate judges: on the contract branch, or declaring required data migrations."""
+    requirements = requirements if requirements is not None else requirements_of(rev)
+    return phase_of(rev) == CONTRACT or requirements.declared
+
+
+def requirements_when_run(rev: Script, dialect_name: str) -> tuple[tuple[str, ...], str | None]:
+    """Run *rev*'s ``upgrade()`` offline (nothing reaches the database) and return the data
+    migrations its ``op.require_data_migrations`` calls named, however they were called, with
+    why it could not run to the end (None when it could).
+
+    A stamp records a revision without running it, so the runtime check of the operation
+    never happens: this is how a stamp sees calls the source scan cannot (an aliased op)."""
+    from migrations_policy.core.offline_run import record_operations
+    from migrations_policy.gate.requirement_op import RequireDataMigrationsOp
+
+    operations, problem = record_operations(rev.module.upgrade, dialect_name)
+    names = [n for o in operations if isinstance(o, RequireDataMigrationsOp) for n in o.names]
+    return tuple(dict.fromkeys(names)), problem
+
+
+def dropped_under_sync_triggers(rev: Script, dialect_name: str, triggers: list[Any]) -> list[str]:
+    """Live sync triggers whose column or table *rev*'s ``upgrade()`` drops without dropping the
+    trigger first (``op.drop_sync_trigger``): on MariaDB/SQLite every later write to the table
+    would fail.  One line each, naming the file."""
+    from alembic.operations import ops
+
+    from migrations_policy.core.offline_run import dropping_operations
+    from migrations_policy.window.sync_triggers import DropSyncTriggerOp
+
+    recorded, _ = dropping_operations(rev.module.upgrade, dialect_name)
+    columns = {(o.table_name, o.column_name) for o in recorded if isinstance(o, ops.DropColumnOp)}
+    tables = {o.table_name for o in recorded if isinstance(o, ops.DropTableOp)}
+    released = {(o.pair.table, o.pair.old, o.pair.new) for o in recorded if isinstance(o, DropSyncTriggerOp)}
+    return [f"{rev.path}: revision {rev.revision} drops {t.table}.{t.old if (t.table, t.old) in columns else t.new}"
+            f"{'' if t.table not in tables else ' (the table)'} while sync trigger {t.trigger} keeps "
+            f"{t.old} and {t.new} in step: call op.drop_sync_trigger({t.table!r}, old={t.old!r}, "
+            f"new={t.new!r}) before the drop"
+            for t in triggers
+            if (t.table, t.old, t.new) not in released
+            and (t.table in tables or (t.table, t.old) in columns or (t.table, t.new) in columns)]
+
+
+def _live_sync_triggers(connection: Connection) -> list[Any]:
+    from migrations_policy.window.sync_triggers import sync_triggers
+
+    return sync_triggers(connection)
+
+
+def explicit_sync_drops(rev: Script, dialect_name: str) -> tuple[list[tuple[str, str]], list[tuple[str, list[str]]]]:
+    """(name, how) of the triggers and functions *rev*'s ``upgrade()``, run offline, drops
+    explicitly (``op.drop_sync_trigger``, ``DROP TRIGGER`` in ``op.execute``), and the tables it
+    re-creates (``batch_alter_table(..., recreate="always")``), each with the names dropped before."""
+    from migrations_policy.core.offline_run import RebuiltTable, dropping_operations
+    from migrations_policy.window.sync_keeper import explicit_drops
+
+    recorded, _ = dropping_operations(rev.module.upgrade, dialect_name)
+    dropped: list[tuple[str, str]] = []
+    rebuilt: list[tuple[str, list[str]]] = []
+    for operation in recorded:
+        if isinstance(operation, RebuiltTable):
+            rebuilt.append((operation.table, [name for name, _ in dropped]))
+        else:
+            dropped.extend(explicit_drops([operation]))
+    return dropped, rebuilt
+
+
+def rebuild_refusals(rev: Script, rebuilt: list[tuple[str, list[str]]], triggers: list[Any],
+                     dialect_name: str) -> list[str]:
+    """On MariaDB/MySQL, where DDL commits at once, a table *rev* re-creates while it carries live
+    sync triggers (not dropped before, in a contract): refused before any DDL (the run would refuse
+    at its ``DROP TABLE``, after the statements before it had committed).  Elsewhere the
+    re-creation runs in the revision's transaction and the triggers are put back at its end
+    (``sync_keeper``).  One line per table."""
+    if dialect_name not in ("mysql", "mariadb"):
+        return []
+    from migrations_policy.window.sync_keeper import hit, rebuild_refusal
+
+    first: dict[str, Any] = {}
+    for table, dropped_before in rebuilt:
+        gone = {t.trigger for name in dropped_before for t in hit(name, triggers)}
+        for trigger in triggers:
+            if trigger.table.lower() == table.lower() and trigger.trigger not in gone:
+                first.setdefault(table.lower(), trigger)
+    return [rebuild_refusal(rev.path, rev.revision, trigger) for trigger in first.values()]
+
+
+def sync_drop_refusals(rev: Script, dropped: list[tuple[str, str]], triggers: list[Any]) -> list[str]:
+    """``sync_keeper.explicit_drop_refusal`` for each live sync trigger *rev* drops (*dropped*):
+    the run's own watch decides the same as each statement is about to execute."""
+    from migrations_policy.window.sync_keeper import explicit_drop_refusal, hit
+
+    first: dict[tuple, Any] = {}  # one line per pair of columns and way of dropping
+    for name, how in dropped:
+        for trigger in hit(name, triggers):
+            first.setdefault((trigger.table, trigger.old, trigger.new, how), trigger)
+    lines = [explicit_drop_refusal(rev.path, rev.revision, phase_of(rev), trigger, key[3])
+             for key, trigger in first.items()]
+    return [line for line in lines if line]
+
+
+def sync_triggers_left_behind(connection: Connection, pending: Iterable[Script]) -> list[str]:
+    """Installed sync triggers that no *pending* revision removes (``op.drop_sync_trigger``): left
+    behind after their contract, worse when stale (a column they keep in step is gone, so every
+    write to the table fails).  One line per pair of columns, for ``dbsync check`` and ``status``.
+    One that a pending revision removes is expected (the rolling window), stale or not."""
+    from migrations_policy.core.offline_run import dropping_operations
+    from migrations_policy.window.sync_triggers import (DropSyncTriggerOp,
+        stale_sync_triggers,
+        sync_trigger_name,
+        sync_triggers)
+
+    live = sync_triggers(connection)
+    if not live:
+        return []
+    stale = {(t.table, t.old, t.new) for t in stale_sync_triggers(connection, live)}
+    released = set()
+    for rev in pending:
+        recorded, _ = dropping_operations(rev.module.upgrade, connection.dialect.name)
+        released.update((o.pair.table, o.pair.old, o.pair.new) for o in recorded if isinstance(o, DropSyncTriggerOp))
+    lines = []
+    for table, old, new in dict.fromkeys((t.table, t.old, t.new) for t in live):
+        drop = f"op.drop_sync_trigger({table!r}, old={old!r}, new={new!r})"
+        name = sync_trigger_name(table, old, new)
+        if (table, old, new) in released:
+            continue
+        if (table, old, new) in stale:
+            lines.append(f"sync trigger {name} keeps {table}.{old} and {table}.{new} in step, but the table or a "
+                         f"column is gone: every write to {table} fails; remove it ({drop} in a revision)")
+        else:
+            lines.append(f"sync trigger {name} ({table}.{old} <-> {table}.{new}) is left behind: no pending "
+                         f"revision removes it, and every write to {table} still runs it; remove it ({drop})")
+    return lines
+
+
+def phase_defect(rev: Script, requirements: Requirements) -> str | None:
+    """Why *rev*'s branch, directory and content disagree, as one line naming its file, or None."""
+    why = revision_phase_disagreement(phase_of(rev), rev.path, requirements.declared)
+    return f"{rev.path}: revision {rev.revision}: {why}" if why else None
+
+
+# -- the check --------------------------------------------------------------------
+def schema_is_empty(connection: Connection, version_table: str = "alembic_version") -> bool:
+    """No table but alembic's version table and the framework's own: a fresh database."""
+    names = sa.inspect(connection).get_table_names()
+    return all(name == version_table or is_framework_table(name) for name in names)
+
+
+def evaluate(connection: Connection, script: ScriptDirectory, revisions: list[Script],
+             current: Iterable[str], registry: Any, version_table: str = "alembic_version",
+             stamping: bool = False, known: Iterable[Any] | None = None, exact: bool = False,
+             defer_preconditions: bool = False) -> GateVerdict:
+    """Judge *revisions* (about to be applied, or recorded as applied when *stamping*) against
+    the ledger and live counts.  A stamp runs no DDL, so it may record an expand and its
+    contract together; it still needs their data migrations complete.  *known*: the
+    ``data.pending.PendingMigration`` of every migration of *registry*, just read by the
+    caller (``status``/``check``), so that no table is probed twice.  *exact*: count the rows
+    of an unfinished migration instead of estimating them (for a ``--force`` record).
+    *defer_preconditions* (``status``/``check``): while data migrations or an expand are still
+    pending the contract is refused whatever the rows hold, so the constraints it adds are
+    listed in ``deferred``, not counted (a full scan each, the cost of every call at size)."""
+    verdict = GateVerdict()
+    checked: list[Any] = []  # preconditions of the gated revisions that run (a stamp runs no DDL)
+    applied = applied_revisions(script, current)
+    fresh = not applied and schema_is_empty(connection, version_table)
+    required = verdict.required
+    triggers: list[Any] | None = None  # the live sync triggers, read once a gated revision needs them
+    droppers: dict[Destroyed, list[str]] = {}  # (table, column) -> the revisions that drop or rename it
+    for rev in revisions:
+        if not (stamping or fresh) and len(registry):  # a stamp drops nothing; a fresh schema has no data
+            for gone in drops_of(rev, connection.dialect.name):
+                droppers.setdefault(gone, []).append(rev.revision)
+        requirements = requirements_of(rev)
+        if stamping and not fresh:
+            # A stamp never runs the revision, so the operation's own check never happens: run its
+            # upgrade() offline to see every requirement, however it is called.  What cannot be
+            # run offline cannot be judged (forceable: adopting an existing database, say).
+            ran, problem = requirements_when_run(rev, connection.dialect.name)
+            requirements = Requirements(tuple(dict.fromkeys(requirements.names + ran)), requirements.unresolved)
+            if problem:
+                verdict.unjudged.append(f"{rev.path}: revision {rev.revision} is stamped without running, and "
+                                        f"its upgrade() cannot run offline to show what it requires ({problem})")
+        defect = phase_defect(rev, requirements)
+        if defect:
+            verdict.defects.append(defect)
+        verdict.defects.extend(requirements.unresolved)
+        if not (stamping or fresh):  # a stamp drops nothing; a fresh schema has no sync trigger
+            dropped, rebuilt = explicit_sync_drops(rev, connection.dialect.name)
+            if (dropped or rebuilt) and triggers is None:
+                triggers = _live_sync_triggers(connection)
+            verdict.defects.extend(sync_drop_refusals(rev, dropped, triggers or []))
+            verdict.defects.extend(rebuild_refusals(rev, rebuilt, triggers or [], connection.dialect.name))
+        if not is_gated(rev, requirements):
+            continue
+        verdict.contract_revisions.append(rev.revision)
+        if fresh:
+            continue  # no data to migrate, no old code running
+        if triggers is None:
+            triggers = _live_sync_triggers(connection)
+        if triggers and not stamping:  # a stamp drops nothing
+            verdict.defects.extend(dropped_under_sync_triggers(rev, connection.dialect.name, triggers))
+        if not stamping:
+            checked.extend(_preconditions(rev, connection))
+        for parent in () if stamping else parents(script, rev):
+            if phase_of(parent) == EXPAND and parent.revision not in applied:
+                verdict.missing_expand.append((rev.revision, parent.revision))
+        for name in requirements.names:
+            required.setdefault(name, []).append(rev.revision)
+    verdict.pending = unfinished(connection, registry, required, known, exact)
+    verdict.readers = set(readers(registry, droppers)) if droppers else set()
+    verdict.pending += _undeclared_readers(connection, registry, droppers, required, known)
+    if checked and defer_preconditions and (verdict.pending or verdict.missing_expand):
+        verdict.deferred = checked
+    elif checked:
+        from migrations_policy.gate.preconditions import violations
+
+        verdict.violations = violations(connection, checked)
+    return verdict
+
+
+def _preconditions(rev: Script, connection: Connection) -> list[Any]:
+    """The constraints *rev* adds (``preconditions``), as far as its upgrade() runs offline.  One
+    that stops early (it reads the database: ``op.get_bind()``) is not refused for that, as the
+    drop guard does not refuse it (lint's MP001 flags it): a constraint after the stop is not
+    checked beforehand, and its own DDL still fails on bad rows (PostgreSQL, strict MariaDB)."""
+    from migrations_policy.gate.preconditions import preconditions_of
+
+    return preconditions_of(rev, connection)[0]
+
+
+def drops_of(rev: Script, dialect_name: str) -> list[Destroyed]:
+    """What *rev*'s ``upgrade()``, run offline, drops or renames away (nothing when it cannot run
+    offline: the run's own watch, ``drop_guard.watching``, sees those statements as they execute)."""
+    from migrations_policy.core.offline_run import dropping_operations
+    from migrations_policy.policy.alembic_ops import from_alembic
+
+    recorded, _ = dropping_operations(rev.module.upgrade, dialect_name)
+    return destroyed(o for op in recorded for o in from_alembic(op))
+
+
+def _undeclared_readers(connection: Connection, registry: Any, droppers: dict[Destroyed, list[str]],
+                        required: dict[str, list[str]], known: Iterable[Any] | None) -> list[PendingMigration]:
+    """Unfinished migrations reading what the revisions drop, that no revision declares."""
+    if not droppers:
+        return []
+    by_text = {describe_destroyed(gone): revs for gone, revs in droppers.items()}
+    found = unfinished_readers(connection, registry, list(droppers), known or ())
+    return readers_pending({name: found[name] for name in found if name not in required},  # declared: above
+                           lambda what: list(dict.fromkeys(r for item in what for r in by_text.get(item, ()))))
+
+
+def readers_pending(found: dict[str, tuple[Any, list[str]]],
+                    revisions_of: Callable[[list[str]], list[str]]) -> list[PendingMigration]:
+    """``drop_guard.unfinished_readers``'s answer as the gate's unfinished migrations, each required
+    by the revisions that drop what it reads (``revisions_of(["nodes.extra", ...])``)."""
+    return [PendingMigration(name, probed.remaining, probed.state,
+                             [f"{', '.join(revisions_of(what))}, which drops {', '.join(what)} that it reads"],
+                             probed.estimated)
+            for name, (probed, what) in found.items()]
+
+
+def unfinished(connection: Connection, registry: Any, required: dict[str, list[str]],
+               known: Iterable[Any] | None = None, exact: bool = False) -> list[PendingMigration]:
+    """Of the *required* data migrations ({name: [requiring revisions]}), those not complete.
+
+    The rows decide, live (the ledger's state is only reported): one pending row is
+    enough to refuse (found with LIMIT 1, its count then estimated); a migration whose
+    table or columns do not exist yet, or that is not declared at all, is not complete either.
+    """
+    if not required:
+        return []
+    from migrations_policy.data.pending import pending_migrations
+
+    live = {p.name: p for p in known or () if p.name in registry}
+    unread = [registry[name] for name in required if name in registry and name not in live]
+    # The gate reads every required migration (its first pending row, or one pass when complete).
+    # A caller that read only up to the first unfinished one (``check``) settles for that refusal.
+    refused = any(name not in registry or (name in live and live[name].remaining != 0) for name in required)
+    if unread and not (known is not None and refused and not exact):
+        live.update((p.name, p) for p in pending_migrations(connection, unread, exact))
+    found = []
+    for name, required_by in required.items():
+        migration = live.get(name)
+        if migration is None and name in registry:
+            found.append(PendingMigration(name, None, NOT_CHECKED, required_by))  # another one refuses already
+        elif migration is None:
+            found.append(PendingMigration(name, None, "unknown (not declared)", required_by))
+        elif migration.remaining is None or migration.remaining > 0:
+            found.append(PendingMigration(name, migration.remaining, migration.state, required_by,
+                                          migration.estimated))
+    return found
+
+
+# -- overrides ----------------------------------------------------------------------
+def forced_by() -> str:
+    """Who is forcing: user@host, for the ledger."""
+    try:
+        user = getpass.getuser()
+    except (OSError, KeyError):
+        user = str(os.getuid()) if hasattr(os, "getuid") else "unknown"
+    return f"{user}@{socket.gethostname()}"
+
+
+def record_override(connection: Connection, command: str, reason: str, revisions: list[str],
+                    rows: list[dict[str, Any]]) -> str:
+    """Append one ``migrations_policy_gate_overrides`` row per entry of *rows* ({"migration", "remaining"})
+    for a forced *command* over *revisions*, committed; return who forced it."""
+    from migrations_policy.data import ledger
+
+    who = forced_by()
+    gate_overrides_table.create(connection, checkfirst=True)
+    connection.execute(sa.insert(gate_overrides_table), [
+        {"forced_at": ledger.utcnow(), "forced_by": who[:255], "reason": reason or None, "command": command,
+         "revisions": ",".join(revisions), **row} for row in rows])
+    if connection.in_transaction():
+        connection.commit()
+    return who
+
+
+def record_force(connection: Connection, verdict: GateVerdict, reason: str, command: str = "upgrade") -> None:
+    """Keep the override in ``migrations_policy_gate_overrides`` (one row per forced migration,
+    never overwritten), mark the ledger's rows, and say so loudly on stderr."""
+    from migrations_policy.data import ledger
+
+    rows = [{"migration": p.name, "remaining": p.remaining} for p in verdict.pending] or \
+        [{"migration": None, "remaining": None}]
+    who = record_override(connection, command, reason, verdict.contract_revisions, rows)
+    for pending in verdict.pending:
+        ledger.record_forced(connection, pending.name, remaining=pending.remaining, reason=reason, forced_by=who)
+    if connection.in_transaction():
+        connection.commit()
+    print(f"WARNING: contract gate FORCED ({command}) by {who} ({reason or 'no reason given'}): "
+          f"{verdict.summary()}; recorded in {gate_overrides_table.name}", file=sys.stderr)
+
+
+def overrides(connection: Connection) -> list[dict[str, Any]]:
+    """Every recorded override, oldest first ([] when there never was one)."""
+    if not sa.inspect(connection).has_table(gate_overrides_table.name):
+        return []
+    query = sa.select(gate_overrides_table).order_by(gate_overrides_table.c.id)
+    return [dict(row) for row in connection.execute(query).mappings()]
