@@ -117,8 +117,10 @@ def test_import_alembic_loads_only_the_light_plugin_modules(tmp_path):
     assert proc.returncode == 0, proc.stderr
     registered, modules = proc.stdout.strip().splitlines()
     assert registered == "True True"  # the lint hook, and the gate's failsafe (failsafe.py)
+    # the three plugin modules and their folders' __init__ (docstrings and lazy names, nothing else)
     assert modules == str(["migrations_policy", "migrations_policy.authoring", "migrations_policy.authoring.plugin",
-                           "migrations_policy.gate.failsafe", "migrations_policy.lint.alembic_plugin"])
+                           "migrations_policy.gate", "migrations_policy.gate.failsafe", "migrations_policy.lint",
+                           "migrations_policy.lint.alembic_plugin"])
 
 
 def test_warm_lint_through_the_cli_never_imports_alembic(tmp_path):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal
 import threading
 from contextlib import contextmanager
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, TypedDict
 
 from migrations_policy.core.errors import ConfigError, UsageError
 from migrations_policy.core.project import Project
@@ -13,6 +13,43 @@ from migrations_policy.data.declare import Registry
 from migrations_policy.data.discovery import load_registry
 from migrations_policy.data.report import EXIT_USAGE, RunReport
 from migrations_policy.data.runner import RunOptions, run
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+
+class BatchOptions(TypedDict, total=False):
+    """The keyword arguments of ``online_data_migrations`` and ``prune`` (the command line's options).
+
+    ``batch_size``: rows per batch (default: the ``batch_size`` setting); ``batch_seconds``: grow or
+    shrink batches to about this long (default: the ``batch_seconds`` setting, 0 = fixed size);
+    ``max_count``: stop after this many rows; ``sleep``: seconds between batches; ``workers``:
+    threads; ``migrations``: run only these names; ``options``: ``"NAME.key=value"`` strings (data
+    migrations only); ``progress``: a ``core.progress`` reporter; ``exact``: count exactly instead
+    of estimating.
+    """
+
+    batch_size: int | None
+    batch_seconds: float | None
+    max_count: int | None
+    sleep: float
+    workers: int
+    migrations: Iterable[str]
+    options: Iterable[str]
+    progress: Any
+    exact: bool
+
+
+def _run_options(project: Project, options: BatchOptions) -> RunOptions:
+    batch_seconds = options.get("batch_seconds")
+    if batch_seconds is None:
+        batch_seconds = project.settings.batch_seconds
+    return RunOptions(
+        batch_size=options.get("batch_size") or project.settings.batch_size, batch_seconds=batch_seconds or None,
+        max_count=options.get("max_count"), sleep=options.get("sleep", 0.0), workers=options.get("workers", 1),
+        names=list(options.get("migrations", ())), options=parse_option_args(options.get("options", ())),
+        exact=options.get("exact", False),
+    )
 
 
 def project_registry(project: Project) -> Registry:
@@ -32,18 +69,8 @@ def parse_option_args(pairs: Iterable[str]) -> dict[str, dict[str, str]]:
     return options
 
 
-def run_for_project(
-    project: Project, *, batch_size: int | None = None, batch_seconds: float | None = None,
-    max_count: int | None = None, sleep: float = 0.0, workers: int = 1, migrations: Iterable[str] = (),
-    options: Iterable[str] = (), progress: Any = None, exact: bool = False,
-) -> RunReport:
-    if batch_seconds is None:
-        batch_seconds = project.settings.batch_seconds
-    run_options = RunOptions(
-        batch_size=batch_size or project.settings.batch_size, batch_seconds=batch_seconds or None,
-        max_count=max_count, sleep=sleep, workers=workers,
-        names=list(migrations), options=parse_option_args(options), exact=exact,
-    )
+def run_for_project(project: Project, **options: Unpack[BatchOptions]) -> RunReport:
+    run_options = _run_options(project, options)
     registry = project_registry(project)
     with project.connect() as connection:  # one-line error now if the database cannot be reached
         missing = undeclared_requirements(project, registry, connection)
@@ -52,7 +79,7 @@ def run_for_project(
                           f"{'; '.join(missing)}; add the module that declares them to the data_migrations "
                           f"setting ({project.alembic_config.config_file_name})")
     with sigterm_interrupts():
-        return run(project.engine, registry, run_options, progress=progress)
+        return run(project.engine, registry, run_options, progress=options.get("progress"))
 
 
 def undeclared_requirements(project: Project, registry: Registry, connection: Any) -> list[str]:
@@ -74,35 +101,29 @@ def undeclared_requirements(project: Project, registry: Registry, connection: An
     return [f"{name} (required by {', '.join(revisions)})" for name, revisions in missing.items()]
 
 
-def prune_for_project(project: Project, *, batch_size: int | None = None, batch_seconds: float | None = None,
-                      max_count: int | None = None, sleep: float = 0.0, workers: int = 1,
-                      migrations: Iterable[str] = (), options: Iterable[str] = (),
-                      progress: Any = None, exact: bool = False) -> tuple[RunReport, dict[str, int]]:
+def prune_for_project(project: Project, **options: Unpack[BatchOptions]) -> tuple[RunReport, dict[str, int]]:
     """``dbsync prune``: the project's ``Prune`` declarations (in its data_migrations modules),
     children first, on the data-migration runner.  *migrations* selects prunes by name."""
     from migrations_policy.data.discovery import _import
     from migrations_policy.data.prune import prunes_in, run_prunes
 
-    if options:
+    if list(options.get("options", ())):
         raise UsageError("--option does not apply to prune", exit_code=EXIT_USAGE)
     prunes = prunes_in(_import(module, "data_migrations") for module in project.settings.data_migrations)
-    wanted = list(migrations)
+    wanted = list(options.get("migrations", ()))
     unknown = set(wanted) - {p.name for p in prunes}
     if unknown:
         known = ", ".join(p.name for p in prunes) or "none declared"
         raise UsageError(f"unknown prune(s): {', '.join(sorted(unknown))} (known: {known})", exit_code=EXIT_USAGE)
     if wanted:
         prunes = [p for p in prunes if p.name in wanted]
-    run_options = RunOptions(batch_size=batch_size or project.settings.batch_size,
-                             batch_seconds=(batch_seconds if batch_seconds is not None
-                                            else project.settings.batch_seconds) or None,
-                             max_count=max_count, sleep=sleep, workers=workers, exact=exact)
+    run_options = _run_options(project, {**options, "migrations": ()})
     if not prunes:
-        return RunReport(max_count=max_count), {}
+        return RunReport(max_count=run_options.max_count), {}
     with project.connect():
         pass  # one-line error now if the database cannot be reached
     with sigterm_interrupts():
-        return run_prunes(project.engine, prunes, run_options, progress=progress)
+        return run_prunes(project.engine, prunes, run_options, progress=options.get("progress"))
 
 
 @contextmanager

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from alembic import command as alembic_command
 from alembic.util import CommandError
@@ -38,6 +38,12 @@ from migrations_policy.commands.state import (CHECK_CANNOT_APPLY,
     assess,
     object_versions_before_expand)
 from migrations_policy.window.sync_keeper import SyncTriggerRefused
+from migrations_policy.authoring.scaffold import DEFAULT_TEMPLATE
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from migrations_policy.commands.data import BatchOptions
 
 
 def _alembic(fn, *args, **kwargs) -> None:
@@ -429,12 +435,9 @@ class DataMigrationsResult(Result):
         return self.report.text()
 
 
-def online_data_migrations(project: Project, **options: Any) -> DataMigrationsResult:
-    """Run the project's online data migrations in batches (docs/data_migrations.rst).
-
-    Keyword arguments: ``batch_size``, ``batch_seconds``, ``max_count``, ``sleep``, ``workers``,
-    ``migrations`` (names), ``options`` (``"NAME.key=value"`` strings), ``progress``, ``exact``.
-    """
+def online_data_migrations(project: Project, **options: Unpack[BatchOptions]) -> DataMigrationsResult:
+    """Run the project's online data migrations in batches (docs/data_migrations.rst); the keyword
+    arguments are ``commands.data.BatchOptions``."""
     from migrations_policy.commands.data import run_for_project
 
     report = run_for_project(project, **options)
@@ -459,9 +462,10 @@ class PruneResult(DataMigrationsResult):
         return "\n".join([self.report.text(), *kept])
 
 
-def prune(project: Project, **options: Any) -> PruneResult:
+def prune(project: Project, **options: Unpack[BatchOptions]) -> PruneResult:
     """Delete the rows the project declares prunable, in batches, children first (``data/prune.py``).
-    Keyword arguments as ``online_data_migrations`` (``migrations`` selects prunes by name)."""
+    Keyword arguments as ``online_data_migrations`` (``migrations`` selects prunes by name;
+    ``options`` does not apply)."""
     from migrations_policy.commands.data import prune_for_project
 
     report, kept = prune_for_project(project, **options)
@@ -478,18 +482,21 @@ def plan(project: Project, max_lock_seconds: float | None = None) -> Result:
 
 
 # -- authoring (init, check-models, revision): migrations_policy.commands.authoring
-def init(directory: str, **options: Any) -> Result:
-    """``migrations-policy init DIR``: an alembic environment in the expand/contract layout."""
+def init(directory: str, *, template: str = DEFAULT_TEMPLATE, config_file: str = "alembic.ini",
+         url: str | None = None, metadata: str | None = None) -> Result:
+    """``migrations-policy init DIR``: an alembic environment in the expand/contract layout; *url*
+    becomes ``sqlalchemy.url`` of a new ini file, *metadata* (``MODULE:ATTRIBUTE``) env.py's
+    ``target_metadata``."""
     from migrations_policy.commands.authoring import init as run
 
-    return run(directory, **options)
+    return run(directory, template=template, config_file=config_file, url=url, metadata=metadata)
 
 
-def adopt(config_file: str, **options: Any) -> Result:
+def adopt(config_file: str = "alembic.ini", *, template: str = DEFAULT_TEMPLATE) -> Result:
     """``migrations-policy init --adopt``: both branches start at the current head."""
     from migrations_policy.commands.authoring import adopt as run
 
-    return run(config_file, **options)
+    return run(config_file, template=template)
 
 
 def check_models(target: str, project: Project | None = None) -> Result:

@@ -18,7 +18,7 @@ from __future__ import annotations
 def lint_hook(filename: str, options: dict) -> None:
     from alembic.util import CommandError
 
-    from migrations_policy.lint import run
+    from migrations_policy.lint.linter import run
     from migrations_policy.lint.reporters import render
     from migrations_policy.core.config import load_settings
 

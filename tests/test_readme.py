@@ -1,0 +1,82 @@
+"""The README's two set-up commands run as written, with the distribution's own ``python3``
+(``/usr/bin/python3``: Debian's, which refuses ``pip install`` outside a virtual environment,
+PEP 668), in a fresh copy of the repository.  CI runs the second one for real (``.ci/run``
+reads it from the README); here it runs with tox's commands narrowed to one test module
+(``TOX_OVERRIDE``), so the suite does not run itself."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DISTRIBUTION_PYTHON = Path("/usr/bin/python3")
+
+
+def setup_commands(readme: str | None = None) -> list[str]:
+    """The shell commands of the README's set-up section, in order."""
+    text = readme if readme is not None else (ROOT / "README.md").read_text()
+    section = re.search(r"^## Set up on a fresh Debian machine.*?(?=^## )", text, re.S | re.M)
+    assert section, "README: no '## Set up on a fresh Debian machine' section"
+    return [block.strip() for block in re.findall(r"```sh\n(.*?)```", section.group(0), re.S)]
+
+
+def test_the_readme_has_exactly_two_setup_commands_and_ci_runs_the_second():
+    commands = setup_commands()
+    assert len(commands) == 2 and all("\n" not in command for command in commands)
+    assert "examples/demo.py" in commands[0] and commands[1].endswith("tox")
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "readme_command" in ci  # .ci/run takes the command from the README, not a copy of it
+
+
+def test_setup_commands_are_found_in_another_readme():
+    readme = "# x\n## Set up on a fresh Debian machine\n```sh\na\n```\ntext\n```sh\nb c\n```\n## Next\n```sh\nd\n```\n"
+    assert setup_commands(readme) == ["a", "b c"]
+
+
+def _fresh_copy(tmp_path: Path) -> Path:
+    """The tracked files as they are now (a clone of HEAD would miss uncommitted work)."""
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    copy = tmp_path / "checkout"
+    for name in filter(None, listed.decode().split("\0")):
+        source = ROOT / name
+        if source.is_file():
+            target = copy / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+    return copy
+
+
+def _run_as_written(command: str, cwd: Path, extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    # the distribution's python3 first on PATH, none of this test run's virtual environment
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "PIP_REQUIRE_VIRTUALENV")}
+    env["PATH"] = "/usr/sbin:/usr/bin:/sbin:/bin"
+    env["DEBIAN_FRONTEND"] = "noninteractive"
+    env.update(extra_env or {})
+    return subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=1800)
+
+
+@pytest.mark.slow
+def test_the_readme_commands_run_as_written_with_the_distribution_python(tmp_path):
+    assert DISTRIBUTION_PYTHON.exists(), "no /usr/bin/python3: the README's commands assume Debian's python3"
+    if os.geteuid() != 0:
+        pytest.fail("the README's commands are written for root (apt-get); run this test as root", pytrace=False)
+    demo, suite = setup_commands()
+    checkout = _fresh_copy(tmp_path)
+
+    proc = _run_as_written(demo, checkout)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "Done: the inventory runs release 3" in proc.stdout, proc.stdout[-2000:]
+    # the virtual environment is the distribution's python's
+    assert "home = /usr/bin" in (checkout / ".venv" / "pyvenv.cfg").read_text()
+
+    proc = _run_as_written(suite, checkout, {"TOX_OVERRIDE": "testenv.commands=pytest -q tests/test_layering.py"})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert re.search(r"\d+ passed", proc.stdout), proc.stdout[-2000:]
+    assert (checkout / "docs" / "_build" / "html" / "index.html").exists()  # the docs env ran too
