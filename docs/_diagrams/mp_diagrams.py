@@ -75,7 +75,7 @@ def rename_lifecycle() -> Drawing:
     # release N: until its last service is gone, before the contract
     d.box(150, 70, 330, 34, ["reads and writes name"], RELEASE_N, size=12, bold_first=False)
     d.box(330, 116, 384, 34, ["reads and writes display_name"], RELEASE_N1, size=12, bold_first=False)
-    d.box(150, 162, 440, 34, ["name VARCHAR(64): release N's column, written by both"], NOTE, size=12,
+    d.box(150, 162, 440, 34, ["name VARCHAR(64): release N's column, kept up by the trigger"], NOTE, size=12,
           bold_first=False)
     d.text(596, 184, "DROP", size=12, bold=True, color=CONTRACT[1])
     d.box(236, 208, 478, 34, ["display_name VARCHAR(255): ADD COLUMN in expand (nullable)"], EXPAND, size=12,
@@ -85,8 +85,8 @@ def rename_lifecycle() -> Drawing:
     d.text(570, 276, "DROP first", size=12, bold=True, color=CONTRACT[1])
     d.box(330, 300, 200, 44, ["batches copy the rows written before the trigger: until 0 are left"], DATA, size=11,
           bold_first=False)
-    d.box(330, 362, 384, 50, ["contract gate: the copy has 0 rows left (read live) and the last release-N "
-                              "service is gone; then the trigger goes, then the column"],
+    d.box(330, 362, 384, 50, ["contract gate: the copy has 0 rows left (read live). Run contract once the last "
+                              "release-N service is gone: the trigger goes first, then the column"],
           ("#fff4f4", CONTRACT[1]), size=11, bold_first=False, color=CONTRACT[1])
     return d
 
@@ -182,8 +182,8 @@ def project_layout() -> Drawing:
           ["versions/expand: the branch labelled expand", "additive only; applied while release N runs "
            "(dbsync upgrade --expand)"], EXPAND, size=11, align="start")
     d.box(right, baseline[9] - 15, width, 2 * step + 20,
-          ["versions/contract: the branch labelled contract", "drops; each revision depends_on its expand and "
-           "lists requires_data_migrations"], CONTRACT, size=11, align="start")
+          ["versions/contract: the branch labelled contract", "drops; a revision depends_on its expand revision "
+           "and lists requires_data_migrations"], CONTRACT, size=11, align="start")
     d.box(right, baseline[13] - 15, width, 40, ["the data migrations: DataMigration(...) values, named once, "
                                                 "never renamed (the ledger's keys)"], DATA, size=11,
           bold_first=False, align="start")
