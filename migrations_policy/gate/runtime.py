@@ -35,7 +35,7 @@ import sqlalchemy as sa
 from alembic.runtime.migration import RevisionStep, StampStep
 
 from migrations_policy.gate import drop_guard, verdict as gate
-from migrations_policy.expand import journal, lock_timeout, sqlite_transactions
+from migrations_policy.expand import journal, lock_timeout, sql_mode, sqlite_transactions
 from migrations_policy.window import sync_keeper
 from migrations_policy.core.config import Settings, load_settings
 from migrations_policy.core.framework_tables import REVISIONS_TABLE, revision_history_table, revisions_table  # noqa: F401
@@ -169,6 +169,7 @@ def _guard(context: Any, original: Callable) -> Callable:
         revisions_table.create(connection, checkfirst=True)
         revision_history_table.create(connection, checkfirst=True)
         lock_timeout.set_session_lock_timeout(connection, settings.lock_timeout)
+        sql_mode.make_strict(connection)  # MariaDB/MySQL: a truncating statement fails and rolls back
         if connection.in_transaction():
             connection.commit()
         sqlite_transactions.make_transactional(connection)  # SQLite: one transaction per revision
