@@ -34,7 +34,7 @@ from typing import Any, Callable
 import sqlalchemy as sa
 from alembic.runtime.migration import RevisionStep, StampStep
 
-from migrations_policy.gate import drop_guard, verdict as gate
+from migrations_policy.gate import downgrades, drop_guard, releases, verdict as gate
 from migrations_policy.expand import journal, lock_timeout, sql_mode, sqlite_transactions
 from migrations_policy.window import sync_keeper
 from migrations_policy.core.config import Settings, load_settings
@@ -53,6 +53,8 @@ REQUIRE_GUARD_ATTRIBUTE = "migrations_policy.require_guard"
 #: The data migrations the gate judged complete (or forced) for this run: the operation
 #: ``op.require_data_migrations`` checks again only names not among them.
 JUDGED_ATTRIBUTE = "migrations_policy.judged_requirements"
+#: Set by dbsync to the command that runs alembic ("rollback"), for the records a run writes.
+COMMAND_ATTRIBUTE = "migrations_policy.command"
 #: ``MigrationContext.opts`` key: (this run's id, whether it started on an empty version table).
 RUN_OPTION = "migrations_policy.run"
 #: Marks the step functions that are the guard (``failsafe.py`` looks for it).
@@ -166,6 +168,10 @@ def _guard(context: Any, original: Callable) -> Callable:
         if entering:
             registry = load_registry(context.config, settings)
             _judge(context, migration_context, heads, entering, stamped, settings, registry)
+        reverting = [step for step in steps if isinstance(step, RevisionStep) and not step.is_upgrade]
+        if reverting:
+            registry = registry if registry is not None else load_registry(context.config, settings)
+            downgrades.judge_before(context, migration_context, reverting, registry)
         revisions_table.create(connection, checkfirst=True)
         revision_history_table.create(connection, checkfirst=True)
         lock_timeout.set_session_lock_timeout(connection, settings.lock_timeout)
@@ -181,6 +187,9 @@ def _guard(context: Any, original: Callable) -> Callable:
                 and not (not heads and gate.schema_is_empty(connection, migration_context.version_table)):
             _watch_drops(context, connection, steps, registry, context.config.attributes[JUDGED_ATTRIBUTE])
         _keep_sync_triggers(connection, steps)
+        if reverting:
+            downgrades.judge_each_statement(context, connection, reverting, registry)
+        releases.start(migration_context, heads, steps)
         return steps
 
     setattr(steps_after_checks, GUARD_MARK, True)
@@ -289,6 +298,8 @@ def _record_phase(ctx, step, heads, run_args) -> None:
     ctx.connection.execute(sa.insert(revision_history_table), [
         {"revision": i, "phase": phases[i], "action": action, "at": now, "run": run, "from_base": from_base}
         for i in ids])
+    if step.is_upgrade and not step.is_stamp:
+        releases.record_step(ctx, run, ids, phases, heads)
 
 
 def guard_options(context: Any) -> dict[str, Any]:
