@@ -46,16 +46,14 @@ def _rollback(connection: Any) -> None:
         connection.rollback()
 
 
-def judge_before(context: Any, migration_context: Any, reverting: list, registry: Any) -> None:
+def judge_before(context: Any, migration_context: Any, reverting: list, registry: Any, reason: str | None) -> None:
     """Refuse (or record the force of) a downgrade across a completed contract, and one whose
     ``downgrade()`` would destroy rows at risk, before any step runs."""
     from migrations_policy.core.offline_run import dropping_operations
-    from migrations_policy.gate.runtime import force_reason
     from migrations_policy.gate.verdict import record_override
     from migrations_policy.policy.alembic_ops import from_alembic
 
     connection = migration_context.connection
-    reason = force_reason(context)
     contracts = [step.revision.revision for step in reverting if phase_of(step.revision) == CONTRACT]
     if contracts and reason is None:
         _rollback(connection)
@@ -77,21 +75,16 @@ def judge_before(context: Any, migration_context: Any, reverting: list, registry
         raise at_risk.RowsAtRisk(", ".join(step.revision.revision for step in reverting), found)
 
 
-def judge_each_statement(context: Any, connection: Any, reverting: list, registry: Any) -> None:
+def judge_each_statement(connection: Any, reverting: list, registry: Any, reason: str | None, command: str) -> None:
     """Every downgrade step runs under ``at_risk.judging``; a forced loss is recorded, and a forced
     contract downgrade retires the migrations reading what the contract had dropped."""
-    from migrations_policy.gate.runtime import COMMAND_ATTRIBUTE, force_reason
-
-    reason = force_reason(context)
-
     def judged(script: Any, migration_fn: Callable) -> Callable:
         @functools.wraps(migration_fn)
         def migrate(**kw: Any) -> Any:
             with at_risk.judging(connection, registry, script.revision, reason) as judge:
                 result = migration_fn(**kw)
             if judge.forced_losses:
-                _record_loss(connection, context.config.attributes.get(COMMAND_ATTRIBUTE) or "downgrade",
-                             reason or "", script.revision, judge.forced_losses)
+                _record_loss(connection, command, reason or "", script.revision, judge.forced_losses)
             if phase_of(script) == CONTRACT:
                 retire(connection, registry, script)
             return result

@@ -49,15 +49,13 @@ def _split(text: str | None) -> list[str]:
     return [part for part in (text or "").split(",") if part]
 
 
-def start(migration_context: Any, heads: Any, steps: list) -> None:
-    """Record the run about to apply *steps* (nothing when it applies no revision)."""
-    from migrations_policy.gate.runtime import RUN_OPTION
+def start(migration_context: Any, heads: Any, steps: list, run: str) -> None:
+    """Record the run *run* about to apply *steps* (nothing when it applies no revision)."""
     from migrations_policy.gate.verdict import forced_by, schema_is_empty
 
     if not any(isinstance(step, RevisionStep) and step.is_upgrade for step in steps):
         return
     connection = migration_context.connection
-    run, _ = migration_context.opts[RUN_OPTION]
     releases_table.create(connection, checkfirst=True)
     install = not heads and schema_is_empty(connection, migration_context.version_table)
     from_heads = ",".join(sorted(heads))

@@ -171,7 +171,7 @@ def _guard(context: Any, original: Callable) -> Callable:
         reverting = [step for step in steps if isinstance(step, RevisionStep) and not step.is_upgrade]
         if reverting:
             registry = registry if registry is not None else load_registry(context.config, settings)
-            downgrades.judge_before(context, migration_context, reverting, registry)
+            downgrades.judge_before(context, migration_context, reverting, registry, force_reason(context))
         revisions_table.create(connection, checkfirst=True)
         revision_history_table.create(connection, checkfirst=True)
         lock_timeout.set_session_lock_timeout(connection, settings.lock_timeout)
@@ -188,8 +188,9 @@ def _guard(context: Any, original: Callable) -> Callable:
             _watch_drops(context, connection, steps, registry, context.config.attributes[JUDGED_ATTRIBUTE])
         _keep_sync_triggers(connection, steps)
         if reverting:
-            downgrades.judge_each_statement(context, connection, reverting, registry)
-        releases.start(migration_context, heads, steps)
+            downgrades.judge_each_statement(connection, reverting, registry, force_reason(context),
+                                            context.config.attributes.get(COMMAND_ATTRIBUTE) or "downgrade")
+        releases.start(migration_context, heads, steps, migration_context.opts[RUN_OPTION][0])
         return steps
 
     setattr(steps_after_checks, GUARD_MARK, True)
