@@ -38,6 +38,9 @@ def _configure_stamp(parser: argparse.ArgumentParser) -> None:
 def _configure_rollback(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dry-run", action="store_true", help="print the plan (revisions, drops, rows at risk) "
                                                                "and change nothing")
+    parser.add_argument("--to", type=_revision_id, metavar="REV", default=None,
+                        help="revert every revision applied above REV instead of the last release (never past a "
+                             "contract that ran, never to the root)")
     _add_force_options(parser, "drop even the rows whose only copy is in a dropped column or table")
 
 
@@ -112,16 +115,20 @@ OPERATOR_COMMANDS: list[CommandSpec] = [
     ),
     CommandSpec(
         "rollback",
-        "revert the expand revisions applied since the last contract (before the release's contract runs)",
+        "revert the last release's expand revisions (before its contract runs)",
         _configure_rollback,
-        lambda args: commands.rollback(_project(args), dry_run=args.dry_run, force=_force_reason(args, "rollback")),
-        description="Returns the database to the last completed release: reverts, newest first, the expand "
-                    "revisions applied since the last contract (their downgrade() through env.py, with the "
-                    "same lock timeouts and retries as upgrade), then forgets the ledger entries of the data "
-                    "migrations whose table or columns went with them. Before dropping anything it counts the "
-                    "rows whose only copy is in a dropped column or table and refuses unless --force.",
+        lambda args: commands.rollback(_project(args), dry_run=args.dry_run, force=_force_reason(args, "rollback"),
+                                       to=args.to),
+        description="Undoes the last upgrade: reverts, newest first, the expand revisions of the last release "
+                    "recorded in migrations_policy_releases whose contract has not run (--to REV: every revision "
+                    "above REV), through env.py with the same lock timeouts and retries as upgrade, then forgets "
+                    "the ledger entries of the data migrations whose table or columns went with them. Never past "
+                    "a contract that ran, never to the root. Each statement that destroys rows (alembic "
+                    "operations and raw SQL alike) counts the rows whose only copy it holds under its table's "
+                    "lock, as it runs, and is refused unless --force.",
         exit_codes={**COMMON_EXIT_CODES,
-                    4: "refused: the release's contract has run, or rows would be lost (use --force), "
+                    4: "refused: the release's contract has run, the release installed the schema, no release is "
+                       "recorded (use --to), or rows would be lost (use --force), "
                        "or an expand revision is partly applied (finish it with upgrade --expand), "
                        "or env.py is not wired to the gate"},
     ),

@@ -394,28 +394,34 @@ class RollbackResult(Result):
         return "\n".join(lines)
 
 
-def rollback(project: Project, dry_run: bool = False, force: str | None = None) -> RollbackResult:
-    """Revert the expand revisions applied since the last contract (``rollback.py``)."""
+def rollback(project: Project, dry_run: bool = False, force: str | None = None, to: str | None = None) -> RollbackResult:
+    """Revert the expand revisions of the last release whose contract has not run, or those above
+    *to* (``rollback.py``).  Each statement is judged again under its lock as it runs (``gate/at_risk.py``)."""
     from migrations_policy.lifecycle import rollback as rolling_back
     from migrations_policy.commands.data import project_registry
-    from migrations_policy.gate.verdict import record_override
+    from migrations_policy.gate.runtime import COMMAND_ATTRIBUTE
 
     registry = project_registry(project)
     with project.connect() as conn:
         heads = current_heads(conn)
-        plan = rolling_back.plan(conn, project.script, heads, registry)
+        plan = rolling_back.plan(conn, project.script, heads, registry, to)
         result = RollbackResult(plan=plan, dry_run=dry_run, before=sorted(heads), after=sorted(heads))
         if dry_run:
             return result
-        if plan.at_risk or plan.unknown:
-            if not force:
-                lost = "; ".join([r.describe() for r in plan.at_risk] + [f"unknown: {u}" for u in plan.unknown])
-                raise PolicyError(f"rollback refused: {plan.rows_at_risk:,} row(s) would be lost with the revisions "
-                                  f"{', '.join(plan.revisions)} ({lost}); rerun with --force --reason ... to drop "
-                                  "them anyway (recorded)", exit_code=rolling_back.EXIT_REFUSED)
-            record_override(conn, "rollback", force, plan.revisions,
-                            [{"migration": None, "remaining": plan.rows_at_risk}])
-        _run_alembic_on(project, conn, alembic_command.downgrade, plan.target)
+        if (plan.at_risk or plan.unknown) and not force:
+            lost = "; ".join([r.describe() for r in plan.at_risk] + [f"unknown: {u}" for u in plan.unknown])
+            raise PolicyError(f"rollback refused: {plan.rows_at_risk:,} row(s) would be lost with the revisions "
+                              f"{', '.join(plan.revisions)} ({lost}); rerun with --force --reason ... to drop "
+                              "them anyway (recorded)", exit_code=rolling_back.EXIT_REFUSED)
+        attributes = project.alembic_config.attributes
+        attributes[COMMAND_ATTRIBUTE] = "rollback"
+        if force:
+            attributes[FORCE_ATTRIBUTE] = force
+        try:
+            _run_alembic_on(project, conn, alembic_command.downgrade, plan.target)
+        finally:
+            attributes.pop(FORCE_ATTRIBUTE, None)
+            attributes.pop(COMMAND_ATTRIBUTE, None)
         result.forgotten = rolling_back.forget_ledger_entries(conn, registry)
         result.after = sorted(current_heads(conn))
     return result

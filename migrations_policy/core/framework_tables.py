@@ -8,6 +8,9 @@
   (``dbsync rollback`` finds the expand revisions applied since the last contract in it);
 * ``migrations_policy_statements``: the statement journal of a revision being applied
   (``journal.py``): which of its statements are done, so an interrupted one resumes;
+* ``migrations_policy_releases``: one row per upgrade run: who, when, from which heads to
+  which, the expand and contract revisions it applied, whether it installed the schema
+  (``gate/releases.py``; ``dbsync rollback`` reverts the last release whose contract has not run);
 * ``migrations_policy_data_claims``: the key ranges data-migration runners are migrating
   right now (``data/claims.py``), so several runners work on one migration at once.
 
@@ -80,4 +83,20 @@ claims_table = sa.Table(
     sa.Column("low_key", sa.BigInteger, nullable=True),
     sa.Column("holder", sa.BigInteger, nullable=False),  # the runner session's token (data/claims.py)
     sa.Column("claimed_at", sa.DateTime, nullable=False),
+)
+
+RELEASES_TABLE = f"{TABLE_PREFIX}releases"
+#: One row per upgrade run the env.py hook lets through (``gate/releases.py``): the release boundaries
+#: ``dbsync rollback`` reverts to are this state, never inferred.
+releases_table = sa.Table(
+    RELEASES_TABLE, metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("run", sa.String(32), nullable=False),  # the env.py invocation (revision_history.run)
+    sa.Column("started_by", sa.String(255), nullable=False),  # user@host
+    sa.Column("started_at", sa.DateTime, nullable=False),
+    sa.Column("from_heads", sa.Text, nullable=False),  # comma-separated; "" = base
+    sa.Column("to_heads", sa.Text, nullable=False),  # as each revision of the run is applied
+    sa.Column("expand_applied", sa.Text, nullable=False),  # the expand revisions this run applied
+    sa.Column("contract_applied", sa.Text, nullable=False),  # the contract revisions this run applied
+    sa.Column("install", sa.Boolean, nullable=False),  # started on a schema with no application table
 )

@@ -39,6 +39,10 @@ LEDGER_TABLE = f"{TABLE_PREFIX}data_migrations"
 RUNNING, COMPLETE, INCOMPLETE, STUCK, ERROR, WAITING, INAPPLICABLE, CAUGHT_UP, INTERRUPTED = (
     "running", "complete", "incomplete", "stuck", "error", "waiting", "inapplicable", "caught up", "interrupted")
 NEVER_RUN = "never run"
+#: Written by the env.py hook when a forced downgrade re-creates the columns a completed migration
+#: read (``gate/downgrades.py``): the runner never runs it again.  Forging it stops the runner only
+#: (fail closed: the gate still recounts the rows).
+RETIRED = "retired"
 
 
 def _columns() -> list[sa.Column]:

@@ -165,6 +165,11 @@ class _Walk:
                                         "(not created yet, or dropped by a contract): skipped")
                 return
             state, self.ledger_key = ledger.position(conn, m.name)
+            if state == ledger.RETIRED:  # a forced contract downgrade re-created its source empty
+                report.state, self.finished = ledger.INAPPLICABLE, True
+                report.strategy_note = ("retired: a contract that dropped what it reads was reverted (forced); its "
+                                        "source came back empty, and copying it again would overwrite what it copied")
+                return
             resume = cursor_value(conn, m, self.ledger_key) if state in ledger.RESUMABLE else None
             with index_lookups(conn), one_row_plans(conn):
                 low, high, density, resumed = self._survey(conn, resume)

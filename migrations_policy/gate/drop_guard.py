@@ -9,8 +9,8 @@ rows that migration has not moved yet.  So what a revision *does* decides too:
   (``offline_run``), normalizes what it invokes with the policy knowledge base,
   and asks :func:`readers` which declared data migrations read a table or column
   it drops or renames; those it treats as required.  A migration whose tables or
-  columns do not all exist protects what of them holds data until the ledger says
-  it completed: before its expand has run, it has not moved anything yet; gone
+  columns do not all exist protects what of them holds data (the ledger is never asked:
+  any application user can write it): before its expand has run, it has not moved anything yet; gone
   after completing, it is retired and protects nothing;
 * while the run applies a revision, :func:`watching` looks at every statement
   the migration connection sends (``before_cursor_execute``: alembic's operations,
@@ -133,21 +133,18 @@ def _at_stake(connection: Connection, registry: Any, probed: Iterable[Any]) -> d
     """{name: what a revision may not destroy (None: all it reads)} of the migrations not finished:
 
     * rows pending: all it reads;
-    * its tables or columns do not all exist (``remaining`` None), the ledger does not say it
-      completed, and it has not started (``_unstarted``: its expand has not run yet): the tables
+    * its tables or columns do not all exist (``remaining`` None) and it has not started (``_unstarted``: its expand has not run yet): the tables
       and columns it uses that hold data (a row; a non-NULL value) are still the only copy;
     * complete, or gone after completing (retired): nothing."""
-    from migrations_policy.data import ledger
     from migrations_policy.data.pending import absent
 
     probed = list(probed)
-    states = ledger.read(connection) if any(p.remaining is None for p in probed) else {}
     stakes: dict[str, set[Destroyed] | None] = {}
     inspector = sa.inspect(connection)
     for p in probed:
         if p.remaining:
             stakes[p.name] = None
-        elif p.remaining is None and states.get(p.name, {}).get("state") != ledger.COMPLETE:
+        elif p.remaining is None:  # the ledger is never asked: any application user can write it
             migration = registry[p.name]
             missing = {_key(item) for item in absent(connection, migration, inspector)}
             if not _unstarted(migration, missing):

@@ -34,8 +34,8 @@ from typing import Any, Callable
 import sqlalchemy as sa
 from alembic.runtime.migration import RevisionStep, StampStep
 
-from migrations_policy.gate import drop_guard, verdict as gate
-from migrations_policy.expand import journal, lock_timeout, sqlite_transactions
+from migrations_policy.gate import downgrades, drop_guard, releases, verdict as gate
+from migrations_policy.expand import journal, lock_timeout, sql_mode, sqlite_transactions
 from migrations_policy.window import sync_keeper
 from migrations_policy.core.config import Settings, load_settings
 from migrations_policy.core.framework_tables import REVISIONS_TABLE, revision_history_table, revisions_table  # noqa: F401
@@ -53,6 +53,8 @@ REQUIRE_GUARD_ATTRIBUTE = "migrations_policy.require_guard"
 #: The data migrations the gate judged complete (or forced) for this run: the operation
 #: ``op.require_data_migrations`` checks again only names not among them.
 JUDGED_ATTRIBUTE = "migrations_policy.judged_requirements"
+#: Set by dbsync to the command that runs alembic ("rollback"), for the records a run writes.
+COMMAND_ATTRIBUTE = "migrations_policy.command"
 #: ``MigrationContext.opts`` key: (this run's id, whether it started on an empty version table).
 RUN_OPTION = "migrations_policy.run"
 #: Marks the step functions that are the guard (``failsafe.py`` looks for it).
@@ -166,9 +168,14 @@ def _guard(context: Any, original: Callable) -> Callable:
         if entering:
             registry = load_registry(context.config, settings)
             _judge(context, migration_context, heads, entering, stamped, settings, registry)
+        reverting = [step for step in steps if isinstance(step, RevisionStep) and not step.is_upgrade]
+        if reverting:
+            registry = registry if registry is not None else load_registry(context.config, settings)
+            downgrades.judge_before(context, migration_context, reverting, registry, force_reason(context))
         revisions_table.create(connection, checkfirst=True)
         revision_history_table.create(connection, checkfirst=True)
         lock_timeout.set_session_lock_timeout(connection, settings.lock_timeout)
+        sql_mode.make_strict(connection)  # MariaDB/MySQL: a truncating statement fails and rolls back
         if connection.in_transaction():
             connection.commit()
         sqlite_transactions.make_transactional(connection)  # SQLite: one transaction per revision
@@ -180,6 +187,10 @@ def _guard(context: Any, original: Callable) -> Callable:
                 and not (not heads and gate.schema_is_empty(connection, migration_context.version_table)):
             _watch_drops(context, connection, steps, registry, context.config.attributes[JUDGED_ATTRIBUTE])
         _keep_sync_triggers(connection, steps)
+        if reverting:
+            downgrades.judge_each_statement(connection, reverting, registry, force_reason(context),
+                                            context.config.attributes.get(COMMAND_ATTRIBUTE) or "downgrade")
+        releases.start(migration_context, heads, steps, migration_context.opts[RUN_OPTION][0])
         return steps
 
     setattr(steps_after_checks, GUARD_MARK, True)
@@ -288,6 +299,8 @@ def _record_phase(ctx, step, heads, run_args) -> None:
     ctx.connection.execute(sa.insert(revision_history_table), [
         {"revision": i, "phase": phases[i], "action": action, "at": now, "run": run, "from_base": from_base}
         for i in ids])
+    if step.is_upgrade and not step.is_stamp:
+        releases.record_step(ctx, run, ids, phases, heads)
 
 
 def guard_options(context: Any) -> dict[str, Any]:

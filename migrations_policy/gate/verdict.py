@@ -505,6 +505,9 @@ def evaluate(connection: Connection, script: ScriptDirectory, revisions: list[Sc
     verdict.pending = unfinished(connection, registry, required, known, exact)
     verdict.readers = set(readers(registry, droppers)) if droppers else set()
     verdict.pending += _undeclared_readers(connection, registry, droppers, required, known)
+    if verdict.contract_revisions and not fresh and len(registry):
+        verdict.pending += unfinished_anywhere(connection, registry, verdict.contract_revisions,
+                                               {p.name for p in verdict.pending}, known, exact)
     if checked and defer_preconditions and (verdict.pending or verdict.missing_expand):
         verdict.deferred = checked
     elif checked:
@@ -543,6 +546,29 @@ def _undeclared_readers(connection: Connection, registry: Any, droppers: dict[De
     found = unfinished_readers(connection, registry, list(droppers), known or ())
     return readers_pending({name: found[name] for name in found if name not in required},  # declared: above
                            lambda what: list(dict.fromkeys(r for item in what for r in by_text.get(item, ()))))
+
+
+#: Why an undeclared migration holds a contract back (the global rule).
+GLOBAL_RULE = "the global rule: no contract runs while any data migration is unfinished"
+
+
+def unfinished_anywhere(connection: Connection, registry: Any, contracts: list[str], seen: set[str],
+                        known: Iterable[Any] | None = None, exact: bool = False) -> list[PendingMigration]:
+    """The global contract rule (nova's): a contract revision runs only when **no** data migration
+    is unfinished, declared or not, reading what it drops or not.  Every migration of *registry*
+    not already in *seen* whose tables and columns exist is recounted live (its rows decide; the
+    ledger is only reported).  A migration whose table or columns do not exist is not judged here:
+    it belongs to a release whose expand has not run, or was retired by a contract that dropped
+    what it read (``drop_guard`` still protects what such a one holds)."""
+    from migrations_policy.data.pending import pending_migrations
+
+    live = {p.name: p for p in known or () if p.name in registry}
+    unread = [m for m in registry if m.name not in seen and m.name not in live]
+    if unread:
+        live.update((p.name, p) for p in pending_migrations(connection, unread, exact))
+    return [PendingMigration(p.name, p.remaining, p.state, [f"{', '.join(contracts)} ({GLOBAL_RULE})"],
+                             p.estimated)
+            for name, p in live.items() if name not in seen and p.remaining]
 
 
 def readers_pending(found: dict[str, tuple[Any, list[str]]],

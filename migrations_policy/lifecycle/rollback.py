@@ -1,26 +1,32 @@
-"""``dbsync rollback``: back to the last completed release, before its contract has run.
+"""``dbsync rollback``: undo the upgrade the operator started, before its release's contract runs.
 
-Until the contract runs, release N's schema is still whole: the expand revisions
-applied since the last contract only added to it.  A rollback reverts exactly those
-(newest first, through alembic's ``downgrade`` and the project's env.py, so under the
-same lock timeouts and retries as an upgrade), then forgets the ledger entries of the
-data migrations whose table or columns went with them.
+Until the contract runs, release N's schema is still whole: the expand revisions of
+release N+1 only added to it.  A rollback reverts exactly those (newest first, through
+alembic's ``downgrade`` and the project's env.py, so under the same lock timeouts and
+retries as an upgrade, and the same judgement of every statement), then forgets the
+ledger entries of the data migrations whose table or columns went with them.
 
-Which revisions: ``migrations_policy_revision_history`` (written by the env.py hook
-for every revision applied, reverted or stamped, with the run it was part of) gives
-the order.  A release is complete at the end of a run that applied a contract
-revision or that started on an empty version table (an install).  The candidates are
-the expand revisions still applied whose last entry comes after the last such run.
-None left: the release's contract has run, and the rollback is refused.  No history at
-all: refused too (it cannot tell).
+Which revisions is state, not inference: ``migrations_policy_releases``
+(``gate/releases.py``) records every upgrade run, with the expand and contract revisions
+it applied.  The last recorded release whose expand revisions are still applied is the
+one reverted, and only its own:
 
-What would be lost: each candidate's ``downgrade()`` is run offline to see the tables
-and columns it drops (``offline_run.py``).  A dropped column's row is *at risk* when it
-holds a value that cannot be derived again from what stays: NOT NULL and different
-(NULL-safe) from the value a set-based data migration of the project computes for that
-column (e.g. ``display_name`` written by release N+1 beyond what ``name`` can hold);
-for a column no data migration fills, every NOT NULL value; for a dropped table,
-every row.  Any row at risk refuses the rollback unless ``--force``.
+* its contract ran (the run applied a contract revision, or a later one did): refused,
+  "a rollback is possible only before the release's contract runs";
+* it installed the schema (the run started on a database with no application table):
+  refused, a rollback never reverts to the root (it would drop every table);
+* nothing recorded (a database upgraded before the releases table existed): refused,
+  ``--to REV`` names the target instead.
+
+``--to REV`` reverts every revision applied above *REV* (the operator means something
+else than the last release): refused when that would revert an applied contract revision
+or an expand revision a contract depends on, a root revision, or a release that installed
+the schema.
+
+What would be lost: each candidate's ``downgrade()`` is run offline and what it destroys is
+read through the knowledge base (alembic operations and raw SQL alike); each table and column
+is counted by ``gate.at_risk.count``, the one judgement, which the env.py hook makes again for
+each statement under its lock as it runs.
 """
 
 from __future__ import annotations
@@ -31,28 +37,16 @@ from typing import Any
 import sqlalchemy as sa
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection
-from sqlalchemy.sql import ColumnElement
 
 from migrations_policy.core.errors import PolicyError
-from migrations_policy.core.framework_tables import revision_history_table
 from migrations_policy.expand.journal import PartlyAppliedRefusal, refuse_while_partly_applied
 from migrations_policy.core.offline_run import dropping_operations
 from migrations_policy.core.revisions import CONTRACT, EXPAND, applied_revisions, phase_of
+from migrations_policy.gate import at_risk, releases
+from migrations_policy.gate.at_risk import AtRisk  # noqa: F401  (re-exported)
 
 #: Exit code when the rollback is refused (a contract ran, or rows would be lost without --force).
 EXIT_REFUSED = 4
-
-
-@dataclass
-class AtRisk:
-    table: str
-    column: str | None  # None: the whole table is dropped
-    rows: int
-    why: str
-
-    def describe(self) -> str:
-        where = f"{self.table}.{self.column}" if self.column else f"table {self.table}"
-        return f"{where}: {self.rows:,} row(s) ({self.why})"
 
 
 @dataclass
@@ -88,46 +82,78 @@ class RollbackPlan:
 
 
 # -- which revisions ------------------------------------------------------------------
-def _history(connection: Connection) -> list[Any]:
-    if not sa.inspect(connection).has_table(revision_history_table.name):
-        return []
-    return list(connection.execute(sa.select(revision_history_table).order_by(revision_history_table.c.id)))
-
-
-def revisions_to_revert(connection: Connection, script: ScriptDirectory, heads: Any) -> list[str]:
-    """The expand revisions applied since the last contract, newest first (refusals as PolicyError)."""
+def revisions_to_revert(connection: Connection, script: ScriptDirectory, heads: Any, to: str | None = None) -> list[str]:
+    """The expand revisions of the last release whose contract has not run (or those above *to*),
+    newest first (refusals as PolicyError)."""
     try:  # the same refusal as the env.py hook's for any downgrade (journal.py decides)
         refuse_while_partly_applied(connection, "dbsync upgrade --expand")
     except PartlyAppliedRefusal as exc:
         raise PolicyError(str(exc), exit_code=EXIT_REFUSED) from None
-    history = _history(connection)
-    if not history:
-        raise PolicyError("cannot roll back: no revision history is recorded (migrations_policy_revision_history "
-                          "is written by the env.py hook from the first upgrade on)")
     applied = applied_revisions(script, heads)
-    last_event = {row.revision: row for row in history}
-    # A release is complete once its contract ran, or when it was installed on an empty database:
-    # the rollback stops at the end of the last run that did either.
-    completing_runs = {row.run for row in history
-                       if row.from_base or (row.action in ("upgrade", "stamp") and row.phase == CONTRACT)}
-    last_contract = max((row.id for row in history if row.run in completing_runs), default=0)
-    candidates = [rev for rev, row in last_event.items()
-                  if rev in applied and row.action in ("upgrade", "stamp") and row.phase == EXPAND
-                  and row.id > last_contract]
-    if not candidates:
-        ran = next((row for row in reversed(history) if row.id == last_contract), None)
-        since = f" (revision {ran.revision} {'installed' if ran.from_base else 'applied'} at " \
-                f"{ran.at:%Y-%m-%d %H:%M:%S} UTC)" if ran else ""
-        raise PolicyError(f"nothing to roll back: no expand revision was applied since the last completed "
-                          f"release{since}; a rollback is possible only before the release's contract runs",
-                          exit_code=EXIT_REFUSED)
+    recorded = releases.read(connection)
+    installed = {rev for release in recorded if release.install for rev in release.expand_applied}
+    if to is not None:
+        candidates = _above(script, applied, to)
+    else:
+        candidates = _last_release(recorded, applied)
+    for rev in candidates:
+        script_rev = script.get_revision(rev)
+        if phase_of(script_rev) == CONTRACT:
+            raise PolicyError(f"cannot roll back to {to}: contract revision {rev} ran; a rollback is possible only "
+                              "before the release's contract runs", exit_code=EXIT_REFUSED)
+        if script_rev.down_revision is None:
+            raise PolicyError(f"cannot roll back to {to or 'base'}: it would revert the root revision {rev} "
+                              "(every table); a rollback never reverts to the root", exit_code=EXIT_REFUSED)
+        if rev in installed:
+            raise PolicyError(f"cannot roll back: revision {rev} installed the schema (its upgrade started on a "
+                              "database with no application table); a rollback never reverts to the root",
+                              exit_code=EXIT_REFUSED)
     for rev in applied:
         script_rev = script.get_revision(rev)
         if phase_of(script_rev) == CONTRACT and applied_revisions(script, [rev]) & set(candidates):
             raise PolicyError(f"cannot roll back: contract revision {rev} depends on "
                               f"{', '.join(sorted(applied_revisions(script, [rev]) & set(candidates)))}, "
                               "which would be reverted", exit_code=EXIT_REFUSED)
-    return sorted(candidates, key=lambda rev: last_event[rev].id, reverse=True)
+    order = {rev.revision: n for n, rev in enumerate(script.walk_revisions())}  # newest first
+    return sorted(candidates, key=lambda rev: order.get(rev, 0))
+
+
+def _above(script: ScriptDirectory, applied: set[str], to: str) -> list[str]:
+    """The applied revisions that reverting down to *to* reverts."""
+    try:
+        target = script.get_revision(to)
+    except Exception as exc:  # noqa: BLE001 - alembic's own message names what is wrong
+        raise PolicyError(f"--to {to}: {exc}") from None
+    if target is None:
+        raise PolicyError(f"--to {to}: a rollback never reverts to the root (base)", exit_code=EXIT_REFUSED)
+    if target.revision not in applied:
+        raise PolicyError(f"--to {to}: revision {target.revision} is not applied")
+    keep = applied_revisions(script, [target.revision])
+    found = [rev for rev in applied if rev not in keep and target.revision in applied_revisions(script, [rev])]
+    if not found:
+        raise PolicyError(f"nothing to roll back: nothing is applied above {target.revision}", exit_code=EXIT_REFUSED)
+    return found
+
+
+def _last_release(recorded: list, applied: set[str]) -> list[str]:
+    """The expand revisions, still applied, of the last recorded release (see the module doc)."""
+    if not recorded:
+        raise PolicyError("cannot roll back: no release is recorded (migrations_policy_releases is written by the "
+                          "env.py hook from the first upgrade on); name the target with --to REV",
+                          exit_code=EXIT_REFUSED)
+    for release in reversed(recorded):
+        if release.contract_applied:
+            raise PolicyError(f"nothing to roll back: the last release's contract ran ({', '.join(release.contract_applied)}"
+                              f", {release.describe()}); a rollback is possible only before the release's contract "
+                              "runs", exit_code=EXIT_REFUSED)
+        still = [rev for rev in release.expand_applied if rev in applied]
+        if not still:
+            continue  # reverted already (a rollback, or a plain alembic downgrade)
+        if release.install:
+            raise PolicyError(f"nothing to roll back: the last release installed the schema ({release.describe()}); "
+                              "a rollback never reverts to the root", exit_code=EXIT_REFUSED)
+        return still
+    raise PolicyError("nothing to roll back: every recorded release was reverted already", exit_code=EXIT_REFUSED)
 
 
 def _downgrade_target(script: ScriptDirectory, revisions: list[str]) -> str:
@@ -139,28 +165,15 @@ def _downgrade_target(script: ScriptDirectory, revisions: list[str]) -> str:
 
 
 # -- what would be lost -----------------------------------------------------------------
-def _derivable_value(registry: Any, table: str, column: str) -> tuple[Any, ColumnElement] | None:
-    """(the migration's table, the value) of a set-based data migration that computes *table.column*."""
-    for migration in registry:
-        values = migration.values or {}
-        if migration.table.name == table and column in values and column in migration.table.c:
-            value = values[column]
-            return migration.table, value if isinstance(value, ColumnElement) else sa.literal(value)
-    return None
-
-
-def _count(connection: Connection, table: sa.TableClause, where: ColumnElement | None) -> int:
-    query = sa.select(sa.func.count()).select_from(table)
-    return int(connection.execute(query if where is None else query.where(where)).scalar_one())
-
-
-def plan(connection: Connection, script: ScriptDirectory, heads: Any, registry: Any) -> RollbackPlan:
+def plan(connection: Connection, script: ScriptDirectory, heads: Any, registry: Any, to: str | None = None) -> RollbackPlan:
     """What a rollback would revert, drop and lose (reads only)."""
     from alembic.operations import ops
+    from migrations_policy.policy.alembic_ops import from_alembic
 
-    result = RollbackPlan(revisions=revisions_to_revert(connection, script, heads))
-    result.target = _downgrade_target(script, result.revisions)
+    result = RollbackPlan(revisions=revisions_to_revert(connection, script, heads, to))
+    result.target = to or _downgrade_target(script, result.revisions)
     dialect = connection.dialect.name
+    targets: list[tuple[str, str | None]] = []
     for ident in result.revisions:
         downgrade = script.get_revision(ident).module.downgrade
         recorded, problem = dropping_operations(downgrade, dialect)
@@ -171,33 +184,46 @@ def plan(connection: Connection, script: ScriptDirectory, heads: Any, registry: 
                 result.dropped_tables.append(op.table_name)
             elif isinstance(op, ops.DropColumnOp) and (op.table_name, op.column_name) not in result.dropped_columns:
                 result.dropped_columns.append((op.table_name, op.column_name))
-    inspector = sa.inspect(connection)
-    existing = set(inspector.get_table_names())
-    for name in result.dropped_tables:
-        if name in existing:
-            rows = _count(connection, sa.table(name), None)
-            if rows:
-                result.at_risk.append(AtRisk(name, None, rows, "the table is dropped"))
-    for table_name, column_name in result.dropped_columns:
-        if table_name in result.dropped_tables or table_name not in existing or column_name not in {
-                c["name"] for c in inspector.get_columns(table_name)}:
+            for table, column in at_risk.destroying(from_alembic(op)):  # raw SQL too, read as in an upgrade
+                if column is None and table not in result.dropped_tables:
+                    result.dropped_tables.append(table)
+                elif column is not None and (table, column) not in result.dropped_columns:
+                    result.dropped_columns.append((table, column))
+                targets.append((table, column))
+        for table, column in _sent_on_the_bind(downgrade, connection):  # op.get_bind().execute(text(...))
+            if column is not None and (table, column) not in result.dropped_columns:
+                result.dropped_columns.append((table, column))
+            elif column is None and table not in result.dropped_tables:
+                result.dropped_tables.append(table)
+            targets.append((table, column))
+    for table, column in dict.fromkeys(targets):
+        if column is not None and table in result.dropped_tables:
             continue
-        derivable = _derivable_value(registry, table_name, column_name)
-        if derivable is None:
-            table = sa.table(table_name, sa.column(column_name))
-            column = table.c[column_name]
-            where, why = column.is_not(None), "values no data migration derives from what stays"
-        else:
-            table, value = derivable
-            column = table.c[column_name]
-            where, why = sa.and_(column.is_not(None), column.is_distinct_from(value)), \
-                "values that differ from what the data migration derives from what stays"
-        rows = _count(connection, table, where)
-        if rows:
-            result.at_risk.append(AtRisk(table_name, column_name, rows, why))
+        found = at_risk.count(connection, registry, table, column)
+        if found:
+            result.at_risk.append(found)
     if connection.in_transaction():
         connection.rollback()
     return result
+
+
+def _sent_on_the_bind(downgrade: Any, connection: Connection) -> list[tuple[str, str | None]]:
+    """What *downgrade* destroys by statements it sends itself (``op.get_bind().execute(...)``:
+    offline, alembic hands them to the same place as its operations' SQL), read through the
+    knowledge base."""
+    from migrations_policy.core.offline_run import record_operations
+    from migrations_policy.core.sqltext import statement_text
+    from migrations_policy.policy.sql import from_sql
+
+    sent: list[Any] = []
+    record_operations(downgrade, connection.dialect.name, on_statement=sent.append, flush_batches=False)
+    found: list[tuple[str, str | None]] = []
+    for construct in sent:
+        try:
+            found += at_risk.destroying(from_sql(statement_text(construct, connection), (connection.dialect.name,)))
+        except Exception:  # noqa: BLE001 - a construct that does not render destroys nothing we can name
+            continue
+    return found
 
 
 def forget_ledger_entries(connection: Connection, registry: Any) -> list[str]:

@@ -1,0 +1,246 @@
+"""One at-risk judgement for every statement of a downgrade that can destroy rows, made when it is true.
+
+A downgrade (``dbsync rollback``, plain ``alembic downgrade``) drops what release N+1
+added.  A dropped column's row is *at risk* when it holds a value that cannot be derived
+again from what stays: NOT NULL and different (NULL-safe) from the value a set-based data
+migration of the project computes for that column (``display_name`` written by release
+N+1 beyond what ``name`` can hold); for a column no data migration fills, every NOT NULL
+value; for a dropped or truncated table, every row.  A type change is judged like a drop
+of its column (a ``USING`` clause or a cast may rewrite any value).  :func:`count` is that
+judgement, the only one: ``dbsync rollback --dry-run`` shows it, the env.py hook refuses by it.
+
+*When* it is made decides whether it is true.  Counted before the downgrade, outside its
+locks, a release-N+1 writer that commits while the downgrade waits for its lock is dropped
+with the column.  So :func:`judging` makes it for each statement as it is about to execute,
+under the lock that keeps it true until the statement commits:
+
+* PostgreSQL: ``LOCK TABLE t IN ACCESS EXCLUSIVE MODE`` in the revision's transaction, then
+  the count, then the statement; lock, count and drop commit together;
+* MariaDB/MySQL (every DDL commits on its own): ``LOCK TABLES t WRITE`` (writers wait), the
+  count, the DDL, ``UNLOCK TABLES`` right after it (or after its error), so the journal's own
+  writes stay outside the locked window;
+* SQLite: the revision is one transaction holding the database's write lock
+  (``sqlite_transactions``); the count is read in it.
+
+Statements are read through the policy knowledge base (``policy.sql.from_sql``), whatever
+wrote them: ``op.drop_column``, ``op.execute("ALTER TABLE ... DROP COLUMN ...")``,
+``bind.execute(text(...))``, ``exec_driver_sql``; SQLite's batch mode (a table re-created
+without the column) as the drop guard reads it.  Rows at risk refuse the statement before it
+runs (:class:`RowsAtRisk`, exit 4 for dbsync), unless the run is forced with a reason; the
+forced loss is recorded in ``migrations_policy_gate_overrides`` (command ``downgrade``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator
+
+import sqlalchemy as sa
+from alembic.util import CommandError
+from sqlalchemy import event
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.schema import DDLElement
+from sqlalchemy.sql import ColumnElement
+
+from migrations_policy.core.reflect import column_names
+from migrations_policy.policy import model as m
+
+#: dbsync's exit code when a downgrade statement is refused for rows at risk (as every refusal).
+EXIT_REFUSED = 4
+
+#: Operations that destroy rows or values of what they name (a rename loses nothing).
+_DESTROYING_TABLE = (m.DROP_TABLE, m.TRUNCATE)
+_DESTROYING_COLUMN = (m.DROP_COLUMN, *m.TYPE_CHANGES)
+
+Target = tuple[str, "str | None"]  # (table, column); column None: the whole table
+
+
+@dataclass
+class AtRisk:
+    table: str
+    column: str | None  # None: the whole table is dropped
+    rows: int
+    why: str
+
+    def describe(self) -> str:
+        where = f"{self.table}.{self.column}" if self.column else f"table {self.table}"
+        return f"{where}: {self.rows:,} row(s) ({self.why})"
+
+
+class RowsAtRisk(CommandError):
+    """A downgrade statement would destroy rows whose only copy it holds: refused before it ran."""
+
+    exit_code = EXIT_REFUSED
+
+    def __init__(self, revision: str, found: list[AtRisk]):
+        self.found = found
+        rows = sum(r.rows for r in found)
+        super().__init__(f"downgrade refused: revision {revision} would lose {rows:,} row(s) "
+                         f"({'; '.join(r.describe() for r in found)}), counted under the statement's lock; "
+                         "rerun with --force --reason '...' (dbsync rollback) or -x migrations_policy_force=REASON "
+                         "(alembic downgrade) to drop them anyway (recorded)")
+
+
+def destroying(operations: Iterable[m.Operation]) -> list[Target]:
+    """The tables and columns whose rows or values *operations* destroy."""
+    found: list[Target] = []
+    for operation in operations:
+        if operation.kind in _DESTROYING_TABLE and operation.table:
+            found.append((operation.table, None))
+        elif operation.kind in _DESTROYING_COLUMN and operation.table and operation.column:
+            found.append((operation.table, operation.column))
+    return list(dict.fromkeys(found))
+
+
+def _derivable_value(registry: Any, table: str, column: str) -> tuple[Any, ColumnElement] | None:
+    """(the migration's table, the value) of a set-based data migration that computes *table.column*."""
+    for migration in registry or ():
+        values = migration.values or {}
+        if migration.table.name.lower() == table.lower() and column in values and column in migration.table.c:
+            value = values[column]
+            return migration.table, value if isinstance(value, ColumnElement) else sa.literal(value)
+    return None
+
+
+def count(connection: Connection, registry: Any, table: str, column: str | None) -> AtRisk | None:
+    """The rows *table* (or its *column*) holds that dropping it loses; None when none (or when it
+    does not exist)."""
+    present = column_names(sa.inspect(connection), table)
+    if not present:
+        return None
+    if column is None:
+        rows = int(connection.execute(sa.select(sa.func.count()).select_from(sa.table(table))).scalar_one())
+        return AtRisk(table, None, rows, "the table is dropped") if rows else None
+    name = present.get(column.lower())
+    if name is None:
+        return None
+    derivable = _derivable_value(registry, table, name)
+    if derivable is not None and name in derivable[0].c and all(
+            c.name.lower() in present for c in derivable[1].base_columns if hasattr(c, "name")):
+        source, value = derivable
+        where, why = sa.and_(source.c[name].is_not(None), source.c[name].is_distinct_from(value)), \
+            "values that differ from what the data migration derives from what stays"
+    else:
+        source = sa.table(table, sa.column(name))
+        where, why = source.c[name].is_not(None), "values no data migration derives from what stays"
+    rows = int(connection.execute(sa.select(sa.func.count()).select_from(source).where(where)).scalar_one())
+    return AtRisk(table, name, rows, why) if rows else None
+
+
+# -- under the statement's lock ----------------------------------------------------------
+class _LockTablesWrite(DDLElement):
+    """MariaDB/MySQL ``LOCK TABLES t WRITE``."""
+
+    inherit_cache = False
+
+    def __init__(self, table: sa.TableClause):
+        self.table = table
+
+
+@compiles(_LockTablesWrite)
+def _compile_lock_tables(element: _LockTablesWrite, compiler: Any, **kw: Any) -> str:
+    return f"LOCK TABLES {compiler.preparer.format_table(element.table)} WRITE"
+
+
+def _lock(connection: Connection, table: str) -> None:
+    from migrations_policy.expand.lock_timeout import _LockTable
+
+    dialect = connection.dialect.name
+    if dialect == "postgresql":
+        connection.execute(_LockTable(sa.Table(table, sa.MetaData()), "ACCESS EXCLUSIVE"))
+    elif dialect in ("mysql", "mariadb"):
+        connection.execute(_LockTablesWrite(sa.table(table)))
+
+
+def _unlock(connection: Connection) -> None:
+    if connection.dialect.name in ("mysql", "mariadb"):
+        connection.exec_driver_sql("UNLOCK TABLES")
+
+
+class _Judge:
+    def __init__(self, connection: Connection, registry: Any, revision: str, forced: str | None):
+        self.connection, self.registry, self.revision, self.forced = connection, registry, revision, forced
+        self.busy = False
+        self.locked = False
+        self.forced_losses: list[AtRisk] = []
+
+    def targets(self, statement: str) -> list[Target]:
+        from migrations_policy.gate.drop_guard import _batch_drops
+        from migrations_policy.policy.sql import from_sql
+
+        try:
+            operations = from_sql(statement, (self.connection.dialect.name,))
+        except Exception:  # noqa: BLE001 - a statement the knowledge base cannot read destroys nothing it knows of
+            return []
+        tables = [o for o in operations if o.kind == m.DROP_TABLE]
+        found = destroying(o for o in operations if o.kind != m.DROP_TABLE)
+        if tables and self.connection.dialect.name == "sqlite":
+            found += _batch_drops(self.connection, tables)  # batch mode: the columns the new shape lacks
+        elif tables:
+            found += destroying(tables)
+        return list(dict.fromkeys(found))
+
+    def before(self, statement: str) -> None:
+        if self.busy:
+            return
+        self.busy = True
+        try:
+            targets = self.targets(statement)
+            if not targets:
+                return
+            for table in dict.fromkeys(t for t, _ in targets):
+                if column_names(sa.inspect(self.connection), table):
+                    _lock(self.connection, table)
+                    self.locked = self.connection.dialect.name in ("mysql", "mariadb")
+                    break  # MariaDB's LOCK TABLES replaces the previous one: one table per statement
+            found = [r for r in (count(self.connection, self.registry, t, c) for t, c in targets) if r]
+            if found and self.forced is None:
+                self.release()
+                raise RowsAtRisk(self.revision, found)
+            self.forced_losses.extend(found)
+        except BaseException:
+            self.release()
+            raise
+        finally:
+            self.busy = False
+
+    def release(self) -> None:
+        if self.locked:
+            self.locked = False
+            busy, self.busy = self.busy, True
+            try:
+                _unlock(self.connection)
+            finally:
+                self.busy = busy
+
+
+@contextlib.contextmanager
+def judging(connection: Connection, registry: Any, revision: str, forced: str | None) -> Iterator[_Judge]:
+    """While the block runs *revision*'s ``downgrade()``: each statement that destroys rows is judged
+    by :func:`count` under its table's lock, as it is about to run (see the module doc)."""
+    judge = _Judge(connection, registry, revision, forced)
+
+    def before_cursor_execute(conn, cursor, statement, parameters, context, executemany):
+        if isinstance(statement, str):
+            judge.before(statement)
+
+    def after_cursor_execute(conn, cursor, statement, parameters, context, executemany):
+        if not judge.busy:
+            judge.release()
+
+    def handle_error(context):
+        if not judge.busy:
+            judge.release()
+
+    event.listen(connection, "before_cursor_execute", before_cursor_execute)
+    event.listen(connection, "after_cursor_execute", after_cursor_execute)
+    event.listen(connection.engine, "handle_error", handle_error)
+    try:
+        yield judge
+    finally:
+        event.remove(connection, "before_cursor_execute", before_cursor_execute)
+        event.remove(connection, "after_cursor_execute", after_cursor_execute)
+        event.remove(connection.engine, "handle_error", handle_error)
+        judge.release()

@@ -1,0 +1,89 @@
+"""Release boundaries are state: every upgrade run the env.py hook lets through is recorded once.
+
+``migrations_policy_releases`` (``core/framework_tables.py``, created on demand like the
+framework's other tables, so an existing database needs no revision) holds one row per
+run that applies revisions: who started it (user@host) and when, the heads it started from
+and those it reached, the expand and the contract revisions it applied, and whether it
+*installed* the schema (it started on a database with no application table).  The row is
+written as the run starts and completed as each revision is applied, in the transaction
+that moves the version table (``runtime._record_phase``), so it never says more than the
+version table.
+
+``dbsync rollback`` reads it (:func:`last_release`): it reverts exactly the expand revisions
+of the last release whose contract has not run and that are still applied; it never reverts
+a release that installed the schema ("to the root"), nor one whose contract ran.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+import sqlalchemy as sa
+from alembic.runtime.migration import RevisionStep
+from sqlalchemy.engine import Connection
+
+from migrations_policy.core.framework_tables import releases_table
+from migrations_policy.core.revisions import CONTRACT, EXPAND
+
+
+@dataclass
+class Release:
+    id: int
+    run: str
+    started_by: str
+    started_at: datetime
+    from_heads: list[str]
+    to_heads: list[str]
+    expand_applied: list[str]
+    contract_applied: list[str]
+    install: bool
+
+    def describe(self) -> str:
+        return (f"the upgrade started {self.started_at:%Y-%m-%d %H:%M:%S} UTC by {self.started_by} "
+                f"({', '.join(self.from_heads) or 'base'} -> {', '.join(self.to_heads) or 'base'})")
+
+
+def _split(text: str | None) -> list[str]:
+    return [part for part in (text or "").split(",") if part]
+
+
+def start(migration_context: Any, heads: Any, steps: list, run: str) -> None:
+    """Record the run *run* about to apply *steps* (nothing when it applies no revision)."""
+    from migrations_policy.gate.verdict import forced_by, schema_is_empty
+
+    if not any(isinstance(step, RevisionStep) and step.is_upgrade for step in steps):
+        return
+    connection = migration_context.connection
+    releases_table.create(connection, checkfirst=True)
+    install = not heads and schema_is_empty(connection, migration_context.version_table)
+    from_heads = ",".join(sorted(heads))
+    connection.execute(sa.insert(releases_table).values(
+        run=run, started_by=forced_by()[:255], started_at=datetime.now(timezone.utc).replace(tzinfo=None),
+        from_heads=from_heads, to_heads=from_heads, expand_applied="", contract_applied="", install=install))
+    if connection.in_transaction():
+        connection.commit()
+
+
+def record_step(ctx: Any, run: str, ids: list[str], phases: dict[str, str | None], heads: Any) -> None:
+    """An upgrade step of *run* applied *ids* (in the step's own transaction)."""
+    connection = ctx.connection
+    row = connection.execute(sa.select(releases_table).where(releases_table.c.run == run)).first()
+    if row is None:
+        return
+    expand = _split(row.expand_applied) + [i for i in ids if phases[i] == EXPAND]
+    contract = _split(row.contract_applied) + [i for i in ids if phases[i] == CONTRACT]
+    connection.execute(sa.update(releases_table).where(releases_table.c.id == row.id).values(
+        to_heads=",".join(sorted(heads)), expand_applied=",".join(expand),
+        contract_applied=",".join(contract)))
+
+
+def read(connection: Connection) -> list[Release]:
+    """Every recorded release run that applied something, oldest first ([] before the first)."""
+    if not sa.inspect(connection).has_table(releases_table.name):
+        return []
+    rows = connection.execute(sa.select(releases_table).order_by(releases_table.c.id))
+    return [Release(r.id, r.run, r.started_by, r.started_at, _split(r.from_heads), _split(r.to_heads),
+                    _split(r.expand_applied), _split(r.contract_applied), bool(r.install))
+            for r in rows if r.expand_applied or r.contract_applied]
