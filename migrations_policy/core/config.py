@@ -310,5 +310,33 @@ _PARSERS: Mapping[str, Callable[[Any], Any]] = {
 
 
 def _first_line(exc: BaseException) -> str:
+    if isinstance(exc, configparser.Error):
+        return describe_config_error(exc)
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def describe_config_error(exc: "configparser.Error") -> str:
+    """One line for an ini file's error that never quotes a value: configparser's own messages
+    quote the raw value (an interpolation error quotes everything after a ``%``, the rest of a
+    URL's password) or the raw line (a parsing error)."""
+    from migrations_policy.core.urls import mask_text
+
+    where = " ".join(part for part in (f"[{exc.section}]" if getattr(exc, "section", None) else "",
+                                        getattr(exc, "option", None) or "") if part)
+    if isinstance(exc, configparser.InterpolationSyntaxError):
+        return (f"{where}: a '%' that is not an interpolation ('%(name)s'): write a literal '%' as '%%' "
+                "(in a URL's percent-encoded password too: '%%40' for '@')")
+    if isinstance(exc, configparser.InterpolationMissingOptionError):
+        return f"{where}: refers to %({exc.reference})s, which is not set"
+    if isinstance(exc, configparser.InterpolationDepthError):
+        return f"{where}: interpolation nested too deeply (a '%(name)s' loop?)"
+    if isinstance(exc, configparser.InterpolationError):
+        return f"{where}: bad '%' interpolation"
+    if isinstance(exc, configparser.ParsingError):
+        lines = ", ".join(str(lineno) for lineno, _ in getattr(exc, "errors", [])[:5])
+        return f"line(s) {lines}: not 'name = value' (or a [section] header)"
+    if isinstance(exc, configparser.MissingSectionHeaderError):
+        return f"line {exc.lineno}: an option before the first [section] header"
+    text = str(exc).strip()
+    return mask_text(text.splitlines()[0] if text else type(exc).__name__)

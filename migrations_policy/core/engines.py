@@ -20,6 +20,12 @@ _EXTRAS = {"postgresql": "postgresql", "mysql": "mysql", "mariadb": "mysql"}
 
 def _first_line(exc: BaseException) -> str:
     """The first meaningful line of a driver's error, without SQLAlchemy's background link."""
+    import configparser
+
+    if isinstance(exc, configparser.Error):
+        from migrations_policy.core.config import describe_config_error
+
+        return describe_config_error(exc)
     text = str(getattr(exc, "orig", None) or exc).strip()
     for line in text.splitlines():
         line = line.strip()

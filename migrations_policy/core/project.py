@@ -33,6 +33,9 @@ class Project:
     def __init__(self, alembic_ini: str | os.PathLike[str] = DEFAULT_ALEMBIC_INI, url: str | None = None):
         path = _config_path(Path(alembic_ini))
         self.alembic_ini = path
+        _remember_ini_url(path)
+        if url:
+            _urls.remember_url_text(url)
         self.alembic_config = open_alembic_config(path)
         self.settings: Settings = load_settings(path.parent, alembic_ini=None if path.suffix == ".toml" else path)
         # Like alembic's own commands: the project's code (prepend_sys_path) becomes importable,
@@ -141,6 +144,22 @@ def _alembic_option(path: Path, read, *args):
         return read(*args)
     except (CommandError, configparser.Error, UnicodeDecodeError, OSError, ValueError) as exc:
         raise ConfigError(f"{path}: {_one_line(exc)}") from None
+
+
+def _remember_ini_url(path: Path) -> None:
+    """Remember the secrets of the ini file's ``sqlalchemy.url`` as written (before interpolation, which
+    may fail on a '%' of the password and quote the rest of it), so that no message shows them."""
+    if path.suffix == ".toml":
+        return
+    parser = configparser.RawConfigParser(strict=False)
+    try:
+        parser.read(path, encoding="utf-8")
+    except (configparser.Error, OSError, UnicodeError):
+        return  # opening the file reports it, in one line
+    for section in parser.sections():
+        for name, value in parser.items(section):
+            if name.endswith("url") and value:
+                _urls.remember_url_text(value)
 
 
 def open_alembic_config(path: Path) -> AlembicConfig:

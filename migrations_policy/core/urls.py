@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from typing import TYPE_CHECKING
-from urllib.parse import quote, quote_plus, unquote_plus
+from urllib.parse import quote, quote_plus, unquote, unquote_plus
 
 from migrations_policy.core.errors import UsageError
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # SQLAlchemy is imported where a URL is parsed: masking text 
 
 _MASK = "***"
 #: Query parameter (or libpq keyword) names whose values are secrets.
-_SECRET_NAME = r"[A-Za-z_.\-]*(?:pass|pwd|secret|token|credential|auth|api_?key|private_?key|sslkey)[A-Za-z_.\-]*"
+_SECRET_NAME = r"[A-Za-z_.\-]*(?:pass|pwd|pw|secret|token|credential|auth|api_?key|private_?key|sslkey)[A-Za-z_.\-]*"
 # user:password@ inside any URL-looking text, with or without a well-formed scheme.  The
 # password runs to the *last* "@" of the word: a raw password may itself contain "@", ":" or "/".
 _PASSWORD_IN_TEXT = re.compile(
@@ -37,7 +37,7 @@ _PASSWORD_IN_TEXT = re.compile(
 _PARAMETER = re.compile(r"(?<![A-Za-z0-9_.\-])(?P<name>[A-Za-z_.\-]++\s*=\s*)(?P<value>'[^']*'|[^&;\s'\"`]+)")
 _SPACE = re.compile(r"\s")
 #: Words one of which every secret parameter name contains (a fast pre-check of _SECRET_NAME).
-_SECRET_WORDS = ("pass", "pwd", "secret", "token", "credential", "auth", "apikey", "api_key", "privatekey",
+_SECRET_WORDS = ("pass", "pwd", "pw", "secret", "token", "credential", "auth", "apikey", "api_key", "privatekey",
                  "private_key", "sslkey")
 _SECRET_PARAMETER_NAME = re.compile(rf"^{_SECRET_NAME}$", re.IGNORECASE)
 #: Passwords seen in URLs of this process; shorter ones are masked only where they stand in a URL.
@@ -59,13 +59,29 @@ def remember_secret(secret: str | None) -> None:
             _remembered.add(form)
 
 
-def _remember_url_text(text: str) -> None:
-    """Remember what looks like the password of a URL given as text, parsable or not."""
-    for match in _PASSWORD_IN_TEXT.finditer(text):
-        remember_secret(match.group("pw"))
-    for match in _PARAMETER.finditer(text):
-        if is_secret_parameter(match.group("name").rstrip("= \t")):
-            remember_secret(match.group("value").strip("'"))
+def remember_url_text(text: str) -> None:
+    """Remember what looks like the password of a URL given as text, parsable or not, and every
+    secret ``name=value`` pair in it, also once percent-decoded (a query value may itself carry one:
+    libpq's ``options=-c%20password%3D...``).  A ``%%`` (an ini file's escaped ``%``) is read as ``%``."""
+    views = {text, text.replace("%%", "%")}
+    for view in list(views):
+        views.add(unquote(view))
+        views.add(unquote_plus(view))
+    for view in views:
+        for match in _PASSWORD_IN_TEXT.finditer(view):
+            remember_secret(match.group("pw"))
+        for match in _PARAMETER.finditer(view):
+            if is_secret_parameter(match.group("name").rstrip("= \t")):
+                remember_secret(match.group("value").strip("'"))
+
+
+_remember_url_text = remember_url_text
+
+
+def _value_holds_secret(value: str) -> bool:
+    """A query value that itself names a secret (``-c password=...``): shown as ``***`` whole."""
+    return "=" in value and _names_a_secret(value) and any(
+        is_secret_parameter(m.group("name").rstrip("= \t")) for m in _PARAMETER.finditer(value))
 
 
 def parse_url(text: str) -> "URL":
@@ -83,9 +99,11 @@ def parse_url(text: str) -> "URL":
                          "('@' as %40, ':' as %3A, '/' as %2F)") from None
     remember_secret(url.password if isinstance(url.password, str) else None)
     for name, value in url.query.items():
-        if is_secret_parameter(name):
-            for item in (value,) if isinstance(value, str) else value:
+        for item in (value,) if isinstance(value, str) else value:
+            if is_secret_parameter(name):
                 remember_secret(item)
+            else:
+                remember_url_text(item)
     return url
 
 
@@ -99,7 +117,9 @@ def mask_url(url: "str | URL") -> str:
             url = make_url(url)
         except (ArgumentError, ValueError, TypeError):
             return mask_text(str(url))
-    query = {name: (_MASK if is_secret_parameter(name) else value) for name, value in url.query.items()}
+    query = {name: (_MASK if is_secret_parameter(name) or any(
+        _value_holds_secret(item) for item in ((value,) if isinstance(value, str) else value)) else value)
+        for name, value in url.query.items()}
     return mask_text(url.set(query=query).render_as_string(hide_password=True).replace("%2A%2A%2A", _MASK))
 
 
