@@ -14,5 +14,12 @@ def compare_object_table(autogen_context, modify_table_ops, schema, tname, conn_
     return compare(autogen_context, modify_table_ops, schema, tname, conn_table, metadata_table)
 
 
+def compare_enums(autogen_context, upgrade_ops, schemas):
+    from migrations_policy.authoring.enums import compare_enums as compare
+
+    return compare(autogen_context, upgrade_ops, schemas)
+
+
 def setup(plugin) -> None:
     plugin.add_autogenerate_comparator(compare_object_table, "table", "object_versions")
+    plugin.add_autogenerate_comparator(compare_enums, "schema", "enum_values", qualifier="postgresql")

@@ -23,15 +23,20 @@ Every op has ``reverse()`` so the downgrade of each script is generated too.
 
 from __future__ import annotations
 
-from typing import Sequence
+import re
+from typing import Any, Iterator, Sequence
 
+import sqlalchemy as sa
 from alembic.autogenerate import renderers
 from alembic.autogenerate.render import render_op
 from alembic.operations import ops
 from sqlalchemy.dialects import postgresql
+from sqlalchemy.types import TypeEngine
 
 from migrations_policy.window.sync_triggers import CreateSyncTriggerOp, DropSyncTriggerOp
 
+#: The import a script using ``ConvertingSyncTrigger`` needs.
+CONVERT_IMPORT = "from migrations_policy.data.convert import converted"
 #: The import a script using the sync-trigger operations needs (it registers them).
 SYNC_TRIGGERS_IMPORT = "import migrations_policy.window.sync_triggers  # noqa: F401  (registers op.create_sync_trigger)"
 
@@ -163,6 +168,25 @@ class NarrowingSyncTrigger(PolicyOp):
         return DropSyncTriggerOp(self.table, self.old, self.new)
 
 
+class ConvertingSyncTrigger(PolicyOp):
+    """Expand: ``op.create_sync_trigger`` whose ``up`` converts only values the new type holds
+    (``data.convert.converted``): one it cannot hold leaves the new column NULL (its row pending
+    for the data migration) instead of failing, or being coerced in, the old release's write."""
+
+    def __init__(self, table: str, old: str, new: str, old_type: str, new_type: str):
+        self.table, self.old, self.new, self.old_type, self.new_type = table, old, new, old_type, new_type
+
+    def reverse(self):
+        return DropSyncTriggerOp(self.table, self.old, self.new)
+
+
+class AddEnumValues(PolicyOp):
+    """Expand, PostgreSQL: the values added to a native enum type (``enums.EnumValuesOp``)."""
+
+    def __init__(self, statements: list[str], name: str):
+        self.statements, self.name = statements, name
+
+
 class ValidateConstraint(PolicyOp):
     def __init__(self, table: str, name: str):
         self.table, self.name = table, name
@@ -228,6 +252,27 @@ def _narrowing_sync_trigger(autogen_context, op: NarrowingSyncTrigger) -> list[s
             f"                       up=sa.case((sa.func.length({old}) <= {op.length}, {old})))"]
 
 
+@renderers.dispatch_for(ConvertingSyncTrigger)
+def _converting_sync_trigger(autogen_context, op: ConvertingSyncTrigger) -> list[str]:
+    autogen_context.imports.add(CONVERT_IMPORT)
+    return [f"op.create_sync_trigger({op.table!r}, old={op.old!r}, new={op.new!r},",
+            f"                       up=converted(sa.column({op.old!r}, {op.old_type}), {op.new_type}))"]
+
+
+@renderers.dispatch_for(AddEnumValues)
+def _add_enum_values(autogen_context, op: AddEnumValues) -> list[str]:
+    # sa.text: a ':' in a value would read as a bind parameter
+    return [
+        _PG,
+        f"# the new value(s) of enum type {op.name!r}: each ALTER TYPE commits on its own (a value",
+        "# added in a transaction cannot be used before it commits); PostgreSQL drops no enum value",
+        "with op.get_context().autocommit_block():",
+        *[f"op.execute(sa.text({text.replace(':', chr(92) + ':')!r}))" for text in op.statements],
+        DEDENT,
+        END,
+    ]
+
+
 @renderers.dispatch_for(OnlineIndex)
 def _online_index(autogen_context, op: OnlineIndex) -> list[str]:
     return [
@@ -276,7 +321,7 @@ def _sqlite_rebuild_fk(autogen_context, op: SqliteRebuildForeignKey) -> list[str
 def _drop_fk_where_added(autogen_context, op: DropForeignKeyWhereAdded) -> list[str]:
     return [
         'if op.get_context().dialect.name in ("postgresql", "mysql"):',
-        f"op.drop_constraint({op.name!r}, {op.table!r}, type_='foreignkey')",
+        f"op.drop_constraint(op.f({str(op.name)!r}), {op.table!r}, type_='foreignkey')",
         END,
     ]
 
@@ -289,11 +334,12 @@ def _set_not_null(autogen_context, op: SetNotNull) -> list[str]:
         _PG,
         "# one transaction per step: VALIDATE scans without blocking writes, SET NOT NULL then skips the scan",
         "with op.get_context().autocommit_block():",
-        f"op.create_check_constraint({check!r}, {table!r}, sa.column({column!r}).is_not(None), "
+        # op.f(): the name is final, the metadata's naming convention must not apply to it again
+        f"op.create_check_constraint(op.f({check!r}), {table!r}, sa.column({column!r}).is_not(None), "
         "postgresql_not_valid=True)",
         f"op.execute(sa.text({validate!r}))",
         *_render(autogen_context, op.alter),
-        f"op.drop_constraint({check!r}, {table!r}, type_='check')",
+        f"op.drop_constraint(op.f({check!r}), {table!r}, type_='check')",
         DEDENT,
         "else:",
         *_batch(autogen_context, Batch(table, [op.alter], op.alter.schema)),
@@ -328,3 +374,45 @@ def _batch(autogen_context, op: Batch) -> list[str]:
             lines.extend(_render(autogen_context, inner))
     lines.append(END)
     return lines
+
+
+# -- imports ----------------------------------------------------------------------
+def _types_in(value: Any, seen: set[int]) -> Iterator[TypeEngine]:
+    """Every SQLAlchemy type an op (and the ops, columns and tables it holds) carries."""
+    if id(value) in seen:
+        return
+    seen.add(id(value))
+    if isinstance(value, TypeEngine):
+        yield value
+        for variant in getattr(value, "_variant_mapping", {}).values():
+            yield from _types_in(variant, seen)
+        for inner in vars(value).values():
+            if isinstance(inner, (TypeEngine, type)):
+                yield from _types_in(inner() if isinstance(inner, type) and issubclass(inner, TypeEngine)
+                                     else inner, seen)
+    elif isinstance(value, sa.Column):
+        yield from _types_in(value.type, seen)
+    elif isinstance(value, sa.Table):
+        for column in value.columns:
+            yield from _types_in(column.type, seen)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _types_in(item, seen)
+    elif isinstance(value, ops.MigrateOperation):
+        for item in vars(value).values():
+            yield from _types_in(item, seen)
+
+
+def type_imports(operations: Sequence[ops.MigrateOperation]) -> set[str]:
+    """``from sqlalchemy import Text`` lines for the names the scripts render unqualified.
+
+    alembic renders a dialect type the running dialect's impl does not know (PostgreSQL's JSONB
+    in ``JSON().with_variant(JSONB())`` generated against MariaDB or SQLite) by its ``repr``, whose
+    arguments name SQLAlchemy types bare (``JSONB(astext_type=Text())``): the script would raise
+    NameError.  So each bare name such a ``repr`` uses that ``sqlalchemy`` exports is imported."""
+    names: set[str] = set()
+    for type_ in _types_in(list(operations), set()):
+        if type(type_).__module__.startswith("sqlalchemy.dialects."):
+            names.update(n for n in re.findall(r"(?<![\w.])([A-Z]\w*)\(", repr(type_))
+                         if isinstance(getattr(sa, n, None), type) and issubclass(getattr(sa, n), TypeEngine))
+    return {f"from sqlalchemy import {name}  # noqa: F401  (rendered bare in a dialect type)" for name in sorted(names)}

@@ -35,12 +35,18 @@ from alembic.operations import ops
 from alembic.util import CommandError
 from alembic.util import rev_id as new_rev_id
 
+from migrations_policy.data import convert
 from migrations_policy.policy import model as m
-from migrations_policy.authoring import classify, render, stubs
+from migrations_policy.authoring import classify, enums, moves, render, stubs
 from migrations_policy.window.sync_triggers import CreateSyncTriggerOp, DropSyncTriggerOp
 from migrations_policy.authoring.render import SYNC_TRIGGERS_IMPORT, Batch, Note
 
 EXPAND, CONTRACT = "expand", "contract"
+
+
+class SplitRefused(CommandError):
+    """The split will not write a change (``Planner.refusals``): every reason, one a line.
+    ``dbsync revision`` exits 1 with all of it; alembic's own CLI prints it as ``FAILED: ...``."""
 
 
 @dataclass
@@ -91,13 +97,21 @@ class Planner:
 
     # -- entry ------------------------------------------------------------
     def run(self, upgrade_ops: ops.UpgradeOps) -> Plan:
+        created: dict[str, sa.Table | None] = {}
         for op in upgrade_ops.ops:
             if isinstance(op, ops.CreateTableOp):
                 self.new_tables.add(op.table_name)
+                created[op.table_name] = op.to_table()
         for op in upgrade_ops.ops:
             if isinstance(op, ops.ModifyTableOps):
                 self._table(op)
+            elif isinstance(op, enums.EnumValuesOp):
+                if op.removed:
+                    self.refusals.append(enums.refusal(op))
+                else:
+                    self.plan.expand.append(render.AddEnumValues(enums.add_value_statements(op), op.name))
             elif isinstance(op, ops.DropTableOp):
+                self.plan.stubs.append(moves.table_stub(op, created))  # its data: moved, or let go
                 self.plan.contract_tail.append(op)
             else:
                 self._place(op, classify.describe(op), None)
@@ -107,7 +121,7 @@ class Planner:
     def _sync_triggers_last(self) -> None:
         """Expand creates the sync triggers after every other change: a SQLite table rebuild
         (``batch_alter_table``) drops the table's triggers with the old table."""
-        sync = (CreateSyncTriggerOp, render.NarrowingSyncTrigger)
+        sync = (CreateSyncTriggerOp, render.NarrowingSyncTrigger, render.ConvertingSyncTrigger)
         self.plan.expand.sort(key=lambda op: isinstance(op, sync))
 
     # -- helpers ------------------------------------------------------------
@@ -273,12 +287,23 @@ class Planner:
             f"stays {new_name!r}: back to {old!r} is a rename, another expand/contract cycle."))
         self.plan.expand.append(ops.AddColumnOp(table, sa.Column(new_name, new_type, nullable=True),
                                                 schema=op.schema))
-        self.plan.expand.append(CreateSyncTriggerOp(table, old, new_name) if narrowed is None
-                                else render.NarrowingSyncTrigger(table, old, new_name, narrowed))
+        conversion = convert.needs_guard(op.existing_type, new_type) and bool(stubs.generic_source(new_type))
+        if narrowed is not None:
+            self.plan.expand.append(render.NarrowingSyncTrigger(table, old, new_name, narrowed))
+        elif conversion:
+            self.plan.expand.append(Note(
+                f"CONVERSION {table}.{old} -> {new_type!r}: a value the new type cannot hold is not\n"
+                f"copied (the triggers leave {new_name!r} NULL, the data migration reports the row\n"
+                "as stuck and the gate refuses contract) until you fix it; old code's writes never fail."))
+            self.plan.expand.append(render.ConvertingSyncTrigger(table, old, new_name, "sa.String()",
+                                                                 stubs.generic_source(new_type)))
+        else:
+            self.plan.expand.append(CreateSyncTriggerOp(table, old, new_name))
         work.drop_triggers.append(DropSyncTriggerOp(table, old, new_name))
         self.plan.stubs.append(stubs.Stub(stubs.COPY, name, table, self._key_of(table), new_name, source=old,
                                           types={old: op.existing_type, new_name: new_type},
-                                          max_length=narrowed))
+                                          max_length=narrowed,
+                                          conversion=stubs.generic_source(new_type) if conversion else None))
         old_column = sa.Column(old, op.existing_type, nullable=op.existing_nullable is not False,
                                server_default=op.existing_server_default or None)
         self._relax_before_drop(table, old_column, op.schema)
@@ -290,25 +315,29 @@ class Planner:
         work.alters.append(ops.DropColumnOp.from_column_and_tablename(op.schema, table, old_column))
 
     def _guess_renames(self, table: str, added: list, dropped: list, work: _TableWork) -> None:
-        """A dropped and an added column of the same kind of type may be a rename: a copy stub
-        and sync triggers, both marked GUESSED (the new release writes only the new column, and
-        without the triggers the copy would take that for old code's divergence and overwrite it)."""
-        free = list(added)
-        for drop in dropped:
+        """A dropped and an added column of the same kind of type, each the only one on the table,
+        may be a rename (``moves.guessed_renames``): a copy stub and sync triggers, both marked
+        GUESSED (the new release writes only the new column, and without the triggers the copy
+        would take that for old code's divergence and overwrite it).  Every other dropped column
+        gets a move stub that fails closed (``moves.column_stub``): nothing drops data silently."""
+        paired = moves.guessed_renames(added, dropped)
+        for drop, add in paired:
             old = drop.to_column()
-            for add in free:
-                if old.type._type_affinity is add.column.type._type_affinity:
-                    free.remove(add)
-                    name = stubs.migration_name(table, add.column.name, "from", old.name)
-                    self.plan.stubs.append(stubs.Stub(stubs.COPY, name, table, self._key_of(table),
-                                                      add.column.name, source=old.name, guessed=True,
-                                                      types={old.name: old.type, add.column.name: add.column.type}))
-                    guessed = (f"GUESSED: {table}.{old.name} -> {add.column.name} looks like a rename (a dropped and "
-                               "an added column\nof a similar type); if it is not, delete the sync triggers here "
-                               f"and in the contract,\nand the {name!r} data migration.")
-                    self.plan.expand += [Note(guessed), CreateSyncTriggerOp(table, old.name, add.column.name)]
-                    work.drop_triggers.append(DropSyncTriggerOp(table, old.name, add.column.name))
-                    break
+            name = stubs.migration_name(table, add.column.name, "from", old.name)
+            self.plan.stubs.append(stubs.Stub(stubs.COPY, name, table, self._key_of(table),
+                                              add.column.name, source=old.name, guessed=True,
+                                              types={old.name: old.type, add.column.name: add.column.type}))
+            guessed = (f"GUESSED: {table}.{old.name} -> {add.column.name} looks like a rename (a dropped and "
+                       "an added column\nof a similar type); if it is not, delete the sync triggers here "
+                       f"and in the contract,\nand the {name!r} data migration.")
+            self.plan.expand += [Note(guessed), CreateSyncTriggerOp(table, old.name, add.column.name)]
+            work.drop_triggers.append(DropSyncTriggerOp(table, old.name, add.column.name))
+        moved = {id(drop) for drop, _ in paired}
+        free = [a for a in added if all(a is not add for _, add in paired)]
+        for drop in dropped:
+            if id(drop) not in moved:
+                self.plan.stubs.append(moves.column_stub(table, self._key_of(table), drop.to_column(), free,
+                                                         self.new_tables))
 
     def _unique(self, op: ops.CreateUniqueConstraintOp, work: _TableWork) -> None:
         """Contract adds it (safe form); a data migration counts the rows that violate it first."""
@@ -373,7 +402,7 @@ def process_revision_directives(context, revision, directives) -> None:
     planner = Planner(metadata, tuple(settings.dialects), m.Context(postgresql_version=settings.postgresql_version))
     plan = planner.run(script.upgrade_ops)
     if planner.refusals:  # before anything is written
-        raise CommandError("the expand/contract split refuses:\n  " + "\n  ".join(planner.refusals))
+        raise SplitRefused("the expand/contract split refuses:\n  " + "\n  ".join(planner.refusals))
     directives[:] = build_scripts(context, script, plan)
     if not directives:
         context.config.print_stdout("No schema changes detected; no revision written.")
@@ -422,6 +451,8 @@ def build_scripts(context, script: ops.MigrationScript, plan: Plan) -> list[ops.
             names = "".join(f"\n    {stub.name!r}," for stub in plan.stubs)
             contract.imports.add(f"# The contract gate refuses this revision until these are complete.\n"
                                  f"requires_data_migrations = ({names}\n)")
+        if any(stub.kind == stubs.MOVE for stub in plan.stubs):
+            contract.imports.add(moves.DROPS_DATA_HINT)
         out.append(contract)
     return out
 
@@ -432,8 +463,11 @@ def _explicit_rev_id(context) -> bool:
 
 def _script(rev_id: str, operations: list, message: str | None, phase: str, version_path: str) -> ops.MigrationScript:
     downgrade = [r for r in (op.reverse() for op in reversed(operations)) if r is not None]
-    sync = (CreateSyncTriggerOp, DropSyncTriggerOp, render.NarrowingSyncTrigger)
+    sync = (CreateSyncTriggerOp, DropSyncTriggerOp, render.NarrowingSyncTrigger, render.ConvertingSyncTrigger)
     imports = {SYNC_TRIGGERS_IMPORT} if any(isinstance(op, sync) for op in operations) else set()
+    if any(isinstance(op, render.ConvertingSyncTrigger) for op in operations):
+        imports.add(render.CONVERT_IMPORT)
+    imports |= render.type_imports(list(operations) + downgrade)
     return ops.MigrationScript(
         rev_id, ops.UpgradeOps(ops=list(operations)), ops.DowngradeOps(ops=downgrade),
         message=message, imports=imports, head=f"{phase}@head", version_path=version_path,

@@ -10,7 +10,14 @@ Three kinds, each a complete ``DataMigration`` the developer reviews:
   holding one is refused, naming its file and line, so an unfinished stub
   neither runs nor passes the gate);
 * ``orphans``: a foreign key added to an existing table; rows pointing at no
-  parent row get the key set to NULL, or are deleted when the column is NOT NULL;
+  parent row get the key set to NULL when the column may be NULL; when it is NOT NULL
+  the stub only *finds* them (they stay pending, counted, and the gate refuses
+  contract): deleting rows is the developer's explicit choice, never the default;
+* ``move``: contract drops a table or column whose data no other stub moves (autogenerate
+  saw a drop and maybe an add: a table rename, a column moved to another table, split,
+  merged or changed in kind).  It fails closed: its ``pending`` is a ``FILL_IN(...)``, so
+  loading it fails, naming the line, until the developer writes the move or deletes it and
+  records the decision to let the data go (``drops_data`` in the contract script);
 * ``duplicates``: a unique constraint added to an existing table; it only *finds*
   the rows whose values a row with a smaller key also has (they stay pending, so
   the gate counts them and refuses contract) until the developer resolves them.
@@ -30,7 +37,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-COPY, BACKFILL, ORPHANS, DUPLICATES = "copy", "backfill", "orphans", "duplicates"
+COPY, BACKFILL, ORPHANS, DUPLICATES, MOVE = "copy", "backfill", "orphans", "duplicates", "move"
 
 
 @dataclass
@@ -51,6 +58,16 @@ class Stub:
     required: bool = False
     #: copy: the new column is shorter (a narrowing): longer values are left for the developer.
     max_length: int | None = None
+    #: move: where the data may have gone (columns or tables this revision adds), for the comment.
+    candidates: list[str] = field(default_factory=list)
+    #: copy: the Core source of the converted old value (``convert.converted``), when a plain
+    #: copy could fail or coerce (string -> integer); None: a plain copy.
+    conversion: str | None = None
+
+    @property
+    def at_stake(self) -> str:
+        """``table.column`` (a column) or ``table`` (a whole table) the move stub is about."""
+        return f"{self.table}.{self.column}" if self.column else self.table
 
 
 def migration_name(*parts: str) -> str:
@@ -75,7 +92,7 @@ def _tables(stub_list: list[Stub]) -> dict[str, dict[str, str]]:
         used = [stub.key, stub.source, stub.column, *stub.child_columns]
         columns = tables.setdefault(stub.table, {})
         for column in (c for c in used if c):
-            columns[column] = columns.get(column) or _type_source(stub.types.get(column))
+            columns[column] = columns.get(column) or type_source(stub.types.get(column))
         if stub.parent_table:
             parent = tables.setdefault(stub.parent_table, {})
             for column in stub.parent_columns:
@@ -83,12 +100,22 @@ def _tables(stub_list: list[Stub]) -> dict[str, dict[str, str]]:
     return tables
 
 
-def _type_source(type_: Any) -> str:
+def type_source(type_: Any) -> str:
     """``sa.String()`` for a SQLAlchemy generic type (no arguments: only its kind matters), else ""."""
     if type_ is None:
         return ""
     cls = type(type_) if not isinstance(type_, type) else type_
     return f"sa.{cls.__name__}()" if getattr(sa, cls.__name__, None) is cls else ""
+
+
+def generic_source(type_: Any) -> str:
+    """``type_source`` of *type_* or of the nearest SQLAlchemy type it derives from (a reflected
+    ``mysql.VARCHAR`` is an ``sa.VARCHAR()``); "" when none."""
+    cls = type(type_) if not isinstance(type_, type) else type_
+    for base in cls.__mro__:
+        if getattr(sa, base.__name__, None) is base:
+            return f"sa.{base.__name__}()"
+    return ""
 
 
 def _table_clause(table: str, columns: dict[str, str]) -> str:
@@ -114,6 +141,20 @@ def render_stub(stub: Stub) -> str:
         lines += [f"# Pending while {stub.column!r} IS DISTINCT FROM {stub.source!r}: a row the previous",
                   "# release writes again after the copy is copied again."]
         source, target = f"{t}.c[{stub.source!r}]", f"{t}.c[{stub.column!r}]"
+        if stub.conversion is not None:
+            value = f"converted({source}, {stub.conversion})"
+            return "\n".join(lines + [
+                f"# CONVERSION to {stub.conversion}: a value the new type cannot hold is not copied; its row",
+                "# stays pending, the runner reports it as stuck and the gate refuses contract until you",
+                "# fix it (never a failed write of the old release, never a value coerced to 0).",
+                f"@data_migration({stub.name!r}, table={t}, key={stub.key!r},",
+                f"                pending=sa.or_(differs({target}, {value}), unconvertible({source}, "
+                f"{stub.conversion})))",
+                f"def {_ident(stub.name)}(connection, batch):",
+                f'    """Copy {stub.source} into {stub.column} where the value converts."""',
+                f"    connection.execute(sa.update({t}).where(batch.where, convertible({source}, {stub.conversion}))",
+                f"                       .values({{{stub.column!r}: {value}}}))",
+            ])
         if stub.max_length is None:
             return "\n".join(lines + _declaration(stub, None, f"{{{stub.column!r}: {source}}}"))
         return "\n".join(lines + [
@@ -136,7 +177,32 @@ def render_stub(stub: Stub) -> str:
         ] + _declaration(stub, f"{t}.c[{stub.column!r}].is_(None)", f"{{{stub.column!r}: {fill}}}"))
     if stub.kind == DUPLICATES:
         return _render_duplicates(stub)
+    if stub.kind == MOVE:
+        return _render_move(stub)
     return _render_orphans(stub)
+
+
+def _render_move(stub: Stub) -> str:
+    t, what = _ident(stub.table), stub.at_stake
+    fill = f"PENDING_{_ident(stub.name).upper()}"
+    homes = (f"# Added in this revision (its new home?): {', '.join(stub.candidates)}."
+             if stub.candidates else "# This revision adds nothing it could have moved to.")
+    return "\n".join([
+        f"# DATA AT STAKE: contract drops {what} and no migration moves its data.",
+        homes,
+        "# FILL IN, one of:",
+        f"# * move it: set {fill} to the condition of the rows still to move (e.g. new",
+        "#   column IS NULL and old IS NOT NULL) and write the move below (copy, split, merge,",
+        "#   convert; to another table: an INSERT ... SELECT of the batch's rows);",
+        "# * let it go: delete this migration and its name in requires_data_migrations of the",
+        f"#   contract script, and record why there: drops_data = {{{what!r}: 'why it may go'}}.",
+        "# Until then loading this module fails, naming this line, and the contract gate refuses.",
+        f"{fill} = FILL_IN({f'the rows of {stub.table} whose data is not moved yet ({what} is dropped)'!r})",
+        f"@data_migration({stub.name!r}, table={t}, key={stub.key!r}, pending={fill})",
+        f"def {_ident(stub.name)}(connection, batch):",
+        f'    """Move {what} to its new home (FILL IN)."""',
+        f"    raise NotImplementedError({f'FILL IN: move {what}'!r})",
+    ])
 
 
 def _render_duplicates(stub: Stub) -> str:
@@ -175,14 +241,18 @@ def _render_orphans(stub: Stub) -> str:
         return "\n".join(lines + _declaration(stub, pending, "{" + ", ".join(
             f"{c!r}: None" for c in stub.child_columns) + "}"))
     return "\n".join(lines + [
-        f"# {stub.table}.{stub.column} is NOT NULL, so an orphan cannot be detached: this DELETES it.",
-        "# CHECK that deleting is right (or point the rows at a parent row instead).",
+        f"# {stub.table}.{stub.column} is NOT NULL, so an orphan cannot be detached.  This migration only",
+        "# FINDS them: they stay pending, `dbsync check` and the runner count them, and the gate",
+        "# refuses contract until none is left.  CHECK: point them at a parent row (here or by",
+        "# hand), or, if deleting them is right, say so explicitly: add deletes=True to",
+        f"# @data_migration and return connection.execute(sa.delete({t}).where(batch.where)).rowcount",
+        "# (the runner then reports them as DELETED).",
         f"@data_migration({stub.name!r}, table={t}, key={stub.key!r},",
         f"                pending={pending})",
         f"def {_ident(stub.name)}(connection, batch):",
-        f'    """Delete the {stub.table} rows whose {stub.parent_table} row does not exist."""',
-        f"    return connection.execute(sa.delete({t}).where(batch.where)).rowcount",
-    ])
+        f'    """Find the {stub.table} rows whose {stub.parent_table} row does not exist (changes nothing)."""',
+        "    return 0",
+    ]) + "\n"
 
 
 def render_module(stub_list: list[Stub], revision: str, message: str) -> str:
@@ -199,6 +269,7 @@ def render_module(stub_list: list[Stub], revision: str, message: str) -> str:
         "import sqlalchemy as sa",
         "",
         "from migrations_policy.data import FILL_IN, DataMigration, data_migration, differs  # noqa: F401",
+        "from migrations_policy.data.convert import convertible, converted, unconvertible  # noqa: F401",
         "",
     ]
     tables = [_table_clause(name, columns) for name, columns in _tables(stub_list).items()]

@@ -91,6 +91,8 @@ DBSYNC_ALSO.append(CommandSpec(
     description="Compare the models with the database (which must be at head) and write "
                 "versions/expand/..._MSG.py and versions/contract/..._MSG.py (an empty phase writes no file), "
                 "plus a module of data-migration stubs when the change needs one.",
+    exit_codes={**COMMON_EXIT_CODES,
+                1: "the expand/contract split refuses a change (every reason printed, one a line; nothing written)"},
 ))
 
 
@@ -188,7 +190,8 @@ DEVELOPER_COMMANDS.append(CommandSpec(
     _run_notes,
     description="For each revision after FROM up to TO, every '# migrations-policy: ignore[CODE] reason' is "
                 "matched with the findings it silences (rule, message naming the table and the lock, "
-                "dialects) and exported with its reason, as a Markdown section or reno YAML.",
+                "dialects) and exported with its reason, as a Markdown section or reno YAML; so is each "
+                "decision a revision records to drop data no migration moves (drops_data).",
 ))
 
 

@@ -71,8 +71,11 @@ def revision(project: Any, message: str, rev_id: str | None = None) -> RevisionR
         config.attributes["connection"] = conn
         try:
             scripts = alembic_command.revision(config, message=message, autogenerate=True, rev_id=rev_id)
-        except CommandError as exc:
-            raise PolicyError(f"alembic: {str(exc).strip().splitlines()[0]}") from None
+        except CommandError as exc:  # the whole message: a refusal's reasons follow its first line
+            from migrations_policy.authoring.split import SplitRefused
+
+            raise PolicyError(f"alembic: {str(exc).strip()}",
+                              exit_code=1 if isinstance(exc, SplitRefused) else None) from None
         finally:
             config.attributes.pop("connection", None)
             if conn.in_transaction():

@@ -156,6 +156,7 @@ class StatusResult(Result):
         data["contract_allowed"] = state.contract_allowed
         data["partly_applied"] = [p.to_dict() for p in state.partly_applied]
         data["sync_triggers_left"] = state.sync_triggers_left
+        data["drops_data"] = state.drops_data
         data["gate"] = state.verdict.to_dict()
         if state.object_versions is not None:
             data["object_versions"] = state.object_versions.to_dict()
@@ -186,6 +187,7 @@ class StatusResult(Result):
             lines.extend(f"  {p.describe()}" for p in state.verdict.pending)
             lines.extend(f"  {c} needs expand revision {e} applied first" for c, e in state.verdict.missing_expand)
             lines.extend(f"  {v.describe()}" for v in state.verdict.violations)
+            lines.extend(f"  {line}" for line in state.drops_data)
             if state.verdict.deferred:
                 lines.append(f"  existing rows not yet checked against {len(state.verdict.deferred)} constraint(s) "
                              "it adds (checked once nothing else is pending; --exact checks now)")

@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection
 from migrations_policy.gate import verdict as gate
 from migrations_policy.expand import journal
 from migrations_policy.core.project import Project
+from migrations_policy.gate import data_drops
 from migrations_policy.core.revisions import CONTRACT, EXPAND, BranchStatus, branch_statuses, current_heads
 
 # ``dbsync check`` exit codes (glance's convention, plus 2 for errors).
@@ -37,6 +38,8 @@ class UpgradeState:
     partly_applied: list[journal.PartlyApplied] = field(default_factory=list)  # interrupted revisions
     #: Sync triggers no pending revision removes, or whose columns are gone (one line each).
     sync_triggers_left: list[str] = field(default_factory=list)
+    #: The pending revisions' decisions to drop data no migration moves (``gate.data_drops``).
+    drops_data: list[str] = field(default_factory=list)
     #: {data migration: live runner sessions holding claims on it} (``status`` only).
     runners: dict[str, int] = field(default_factory=dict)
 
@@ -101,6 +104,7 @@ def assess(project: Project, connection: Connection, exact: bool = False, decisi
     state.verdict = gate.evaluate(connection, script, pending, heads, registry, known=state.data_migrations,
                                   defer_preconditions=not exact)
     state.sync_triggers_left = gate.sync_triggers_left_behind(connection, pending)
+    state.drops_data = data_drops.decided_lines(pending)
     state.object_versions = object_versions_before_expand(project, connection, expand_pending)
     if connection.in_transaction():
         connection.rollback()  # reads only

@@ -107,6 +107,9 @@ class DataMigration:
             raise ConfigError(f"{where}: give exactly one of values= (set-based) or migrate= (a function)")
         if self.values is None and self.pending is None:
             raise ConfigError(f"{where}: the function form needs pending= (true for rows still to migrate)")
+        if isinstance(self.pending, FillIn):
+            raise ConfigError(f"{self.pending.where}: {where}: {self.pending.what} is not filled in "
+                              f"(replace FILL_IN(...) with a Core condition)")
         for column, value in (self.values or {}).items():
             if column not in self.table.c:
                 raise ConfigError(f"{where}: values sets {column!r}, not a column of {self.table.name}")
@@ -311,16 +314,27 @@ def _convert(text: str, default: Any) -> Any:
     return text
 
 
+@dataclass(frozen=True)
+class DeletingMigration(DataMigration):
+    """A function-form migration that deletes its batch's pending rows (``data_migration(...,
+    deletes=True)``): an explicit choice of its author, reported as rows deleted, not migrated."""
+
+    deletes: ClassVar[bool] = True
+
+
 def data_migration(
     name: str, *, table: TableClause, key: str, pending: ColumnElement[bool] | None = None,
-    options: Mapping[str, Any] | None = None, run_last: bool = False,
+    options: Mapping[str, Any] | None = None, run_last: bool = False, deletes: bool = False,
 ) -> Callable[[MigrateFunction], DataMigration]:
-    """Decorator for the function form: the function becomes a ``DataMigration``."""
+    """Decorator for the function form: the function becomes a ``DataMigration``.  *deletes*:
+    the function deletes exactly the rows ``batch.where`` selects and returns how many (the
+    runner reports them as deleted)."""
 
     def wrap(fn: MigrateFunction) -> DataMigration:
-        return DataMigration(name, table=table, key=key, pending=pending, migrate=fn,
-                             options=dict(options or {}), run_last=run_last,
-                             description=(fn.__doc__ or "").strip().split("\n")[0])
+        cls = DeletingMigration if deletes else DataMigration
+        return cls(name, table=table, key=key, pending=pending, migrate=fn,
+                   options=dict(options or {}), run_last=run_last,
+                   description=(fn.__doc__ or "").strip().split("\n")[0])
 
     return wrap
 

@@ -23,6 +23,8 @@ class MigrationReport:
     #: *remaining_before* is the planner's estimate (a big table is not counted).
     remaining_before_estimated: bool = False
     migrated: int = 0
+    #: Of *migrated* (counted there too): rows a deleting migration (``deletes=True``, ``dbsync prune``) deleted.
+    deleted: int = 0
     stuck: int = 0
     remaining_after: int | None = None
     #: *remaining_after* is the planner's estimate (rows remain; 0 is always verified).
@@ -39,7 +41,7 @@ class MigrationReport:
         return {
             "name": self.name, "state": self.state, "strategy": self.strategy, "note": self.strategy_note,
             "remaining_before": self.remaining_before, "remaining_before_estimated": self.remaining_before_estimated,
-            "migrated": self.migrated, "stuck": self.stuck,
+            "migrated": self.migrated, "deleted": self.deleted, "stuck": self.stuck,
             "remaining_after": self.remaining_after, "remaining_after_estimated": self.remaining_after_estimated,
             "errors": self.errors, "error": self.error,
             "batches": self.batches, "longest_batch_seconds": round(self.longest_batch_seconds, 4),
@@ -89,7 +91,8 @@ class RunReport:
             return "no data migrations are declared (settings: data_migrations, release_mapping)"
         header = ("migration", "remaining before", "migrated", "stuck", "remaining after", "errors", "state")
         rows = [header] + [
-            (m.name, _count(m.remaining_before, m.remaining_before_estimated), str(m.migrated), str(m.stuck),
+            (m.name, _count(m.remaining_before, m.remaining_before_estimated),
+             f"{m.deleted} deleted" if m.deleted else str(m.migrated), str(m.stuck),
              _count(m.remaining_after, m.remaining_after_estimated),
              str(m.errors), m.state) for m in self.migrations
         ]
@@ -122,7 +125,9 @@ class RunReport:
                              "run exits 0"),
             EXIT_INTERRUPTED: "interrupted: the batch in progress was rolled back; run again to continue",
         }[self.exit_code]
-        return notes + [f"{self.migrated} row(s) migrated in {self.seconds:.1f} s; {verdict}"]
+        deleted = sum(m.deleted for m in self.migrations)
+        done = f"{self.migrated - deleted} row(s) migrated" + (f", {deleted} row(s) DELETED" if deleted else "")
+        return notes + [f"{done} in {self.seconds:.1f} s; {verdict}"]
 
 
 def _count(value: int | None, estimated: bool = False) -> str:

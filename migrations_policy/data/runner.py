@@ -296,6 +296,8 @@ class _Walk:
         report = self.report
         report.batches += 1
         report.migrated += migrated
+        if self.migration.deletes:
+            report.deleted += migrated
         report.stuck += stuck
         report.longest_batch_seconds = max(report.longest_batch_seconds, seconds)
         if self.run.batch_seconds and full and width == self.batch_size:  # not cut short by --max-count

@@ -56,6 +56,7 @@ from alembic.script import Script, ScriptDirectory
 from alembic.util import CommandError
 from sqlalchemy.engine import Connection
 
+from migrations_policy.gate import data_drops
 from migrations_policy.gate.drop_guard import Destroyed, destroyed, readers, unfinished_readers
 from migrations_policy.gate.drop_guard import describe as describe_destroyed
 from migrations_policy.core.framework_tables import gate_overrides_table, is_framework_table
@@ -480,6 +481,8 @@ def evaluate(connection: Connection, script: ScriptDirectory, revisions: list[Sc
         if defect:
             verdict.defects.append(defect)
         verdict.defects.extend(requirements.unresolved)
+        if not (stamping or fresh):  # a stamp drops nothing; a fresh schema has no data
+            verdict.defects.extend(data_drops.refusals(connection, rev, registry))
         if not (stamping or fresh):  # a stamp drops nothing; a fresh schema has no sync trigger
             dropped, rebuilt = explicit_sync_drops(rev, connection.dialect.name)
             if (dropped or rebuilt) and triggers is None:

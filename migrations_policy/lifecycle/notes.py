@@ -84,6 +84,20 @@ def acknowledged(rev: Any, settings: Any) -> list[Note]:
     return notes
 
 
+def dropped_data(rev: Any) -> list[Note]:
+    """*rev*'s recorded decisions to drop data no migration moved (``drops_data``, judged by
+    ``gate.data_drops``): operators must hear that this data goes, and why."""
+    from migrations_policy.gate.data_drops import ATTRIBUTE, decisions
+
+    decided, _ = decisions(rev)
+    if not decided:
+        return []
+    lines = Path(rev.path).read_text(encoding="utf-8").splitlines()
+    line = next((i for i, text in enumerate(lines, 1) if text.startswith(ATTRIBUTE)), 0)
+    return [Note(rev.revision, rev.path, line, ATTRIBUTE, f"drops {what} and the data it holds (no migration moves it)",
+                 "", reason) for what, reason in decided.items()]
+
+
 @dataclass
 class NotesResult(Result):
     start: str = ""
@@ -122,4 +136,5 @@ def notes(project: Any, start: str, end: str, output_format: str = "markdown") -
     found: list[Note] = []
     for rev in _revisions_between(project.script, start, end):
         found.extend(acknowledged(rev, project.settings))
+        found.extend(dropped_data(rev))
     return NotesResult(start=start, end=end, notes=found, output_format=output_format)

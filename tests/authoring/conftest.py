@@ -114,6 +114,25 @@ def sqlite_workspace(tmp_path) -> Workspace:
     return Workspace(tmp_path, sa.URL.create("sqlite", database=str(tmp_path / "test.db")))
 
 
+def let_data_go(files: dict, decided: dict[str, str] | None = None) -> list[str]:
+    """The documented 'let it go' edit of a move stub: delete the ``*_moved`` migrations from the
+    stub module and their names from the contract's ``requires_data_migrations``; with
+    *decided*, record the decision (``drops_data``) in the contract script.  Returns the names."""
+    import re
+
+    data, contract = files["data"].read_text(), files["contract"].read_text()
+    names = re.findall(r"@data_migration\('(\w+_moved)'", data)
+    blocks = [b for b in data.split("\n\n\n") if not any(f"'{n}'" in b for n in names)]
+    files["data"].write_text("\n\n\n".join(blocks))
+    for name in names:
+        contract = contract.replace(f"    {name!r},\n", "")
+    if decided:
+        contract = contract.replace("# drops_data = {}", f"drops_data = {decided!r}")
+    files["contract"].write_text(contract)
+    sys.modules.pop(f"dm.{files['data'].stem}", None)
+    return names
+
+
 def module_of(path: Path):
     """The revision module's attributes (revision, down_revision, depends_on, ...)."""
     import runpy

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from migrations_policy.core.errors import ConfigError
 from migrations_policy.window.sync_triggers import stale_sync_triggers, sync_triggers
 
-from .conftest import module_of
+from .conftest import let_data_go, module_of
 
 V1 = '''
 nodes = sa.Table("nodes", metadata, sa.Column("id", sa.Integer, primary_key=True),
@@ -66,7 +66,8 @@ def test_every_kind_of_change(workspace, backend):
     assert e["down_revision"] == module_of(first["expand"])["revision"]
     assert c["down_revision"] == "contract_root" and c["depends_on"] == e["revision"]
     assert set(c["requires_data_migrations"]) == {
-        "nodes_must_not_null", "nodes_state_not_null", "nodes_meta_from_extra", "ports_fk_ports_node_id_nodes_orphans"}
+        "nodes_must_not_null", "nodes_state_not_null", "nodes_meta_from_extra", "ports_fk_ports_node_id_nodes_orphans",
+        "ports_old_moved", "ports_legacy_moved", "scratch_moved"}  # drops nothing pairs: fail-closed move stubs
 
     upgrade_of = lambda text: text.split("def downgrade")[0]  # noqa: E731
     for needle in ("op.create_table('groups'", "op.create_index('ix_groups_node', 'groups'",
@@ -88,8 +89,15 @@ def test_every_kind_of_change(workspace, backend):
         assert lint(path, phase) == [], path.name
 
     workspace.upgrade("expand@head")
-    # an unfilled placeholder is named with its file and line, and nothing runs
     workspace.use_data_migrations(files["data"])
+    # a move stub fails closed: the dropped table is named, and nothing runs
+    with pytest.raises(ConfigError, match="data migration 'scratch_moved': the rows of scratch"):
+        workspace.run_data_migrations()
+    # the developer lets the dropped columns and table go (they were never used)
+    assert sorted(let_data_go(files, {"ports.old": "never used", "ports.legacy": "never used",
+                                      "scratch": "a cache"})) == ["ports_legacy_moved", "ports_old_moved",
+                                                                  "scratch_moved"]
+    # an unfilled placeholder is named with its file and line, and nothing runs
     data = files["data"].read_text()
     placeholder = "FILL_IN_NODES_MUST_NOT_NULL = FILL_IN('the value for NULL rows of nodes.must')"
     line = data.splitlines().index(placeholder) + 1
@@ -188,6 +196,6 @@ def test_contract_only_change_depends_on_expand_head(workspace, backend):
     workspace.upgrade()
     workspace.models(V1.replace('sa.Column("old", sa.String(5)),', ""))
     files = workspace.revision("drop old")
-    assert set(files) == {"contract"}
+    assert set(files) == {"contract", "data"}  # the dropped column's fail-closed move stub
     assert module_of(files["contract"])["depends_on"] == expand_rev
-    assert "requires_data_migrations" not in files["contract"].read_text()
+    assert module_of(files["contract"])["requires_data_migrations"] == ("ports_old_moved",)

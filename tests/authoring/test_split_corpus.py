@@ -13,6 +13,7 @@ import pytest
 import sqlalchemy as sa
 from alembic.util import CommandError
 
+from .conftest import let_data_go
 from .test_split import lint
 
 COLUMN_V1 = '''
@@ -68,7 +69,8 @@ def test_dropping_a_not_null_column_relaxes_it_in_expand(workspace, backend, sty
         v2 = _without(v1, "pager")
     workspace.models(v2)
     files = workspace.revision("drop pager")
-    assert set(files) == {"expand", "contract"}
+    assert set(files) == {"expand", "contract", "data"}  # data: the fail-closed move stub of pagers.pager
+    let_data_go(files, {"pagers.pager": "release N+1 no longer needs it"})
     for path, phase in ((files["expand"], "expand"), (files["contract"], "contract")):
         assert lint(path, phase) == [], path.name
     workspace.upgrade("expand@head")
@@ -215,7 +217,7 @@ def test_two_type_changes_and_a_relaxed_column_on_one_table_keep_both_sync_trigg
     engine.dispose()
 
 
-def test_orphans_of_a_not_null_foreign_key_column_are_deleted(workspace, backend):
+def test_orphans_of_a_not_null_foreign_key_column_are_found_never_deleted_by_default(workspace, backend, capsys):
     v1 = COLUMN_V1 + '''
 owners = sa.Table("owners", metadata, sa.Column("id", sa.Integer, primary_key=True),
                   sa.Column("pager_id", sa.Integer, nullable=False))
@@ -232,13 +234,29 @@ owners = sa.Table("owners", metadata, sa.Column("id", sa.Integer, primary_key=Tr
                                 'nullable=False)'))
     files = workspace.revision("owner fk")
     data = files["data"].read_text()
-    assert "this DELETES it" in data and "sa.delete(owners)" in data
+    assert "only\n# FINDS them" in data and "sa.delete(owners)" not in data.split("# (the runner")[1]
     workspace.upgrade("expand@head")
     workspace.use_data_migrations(files["data"])
+    assert workspace.run_data_migrations() != 0  # the two orphans: counted, stuck, reported
+    with pytest.raises(Exception, match="owners_fk_owner_pager_orphans"):  # the gate waits
+        workspace.upgrade("heads")
+    engine = sa.create_engine(workspace.url)
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT id FROM owners ORDER BY id")).scalars().all() == [1, 2, 3]
+    # Deleting them is the author's explicit choice, and reported as such.
+    data = data.replace("@data_migration('owners_fk_owner_pager_orphans', table=owners, key='id',",
+                        "@data_migration('owners_fk_owner_pager_orphans', table=owners, key='id', deletes=True,")
+    data = data.replace("    return 0\n", "    return connection.execute(sa.delete(owners).where(batch.where)).rowcount\n")
+    files["data"].write_text(data)
+    sys.modules.pop(f"dm.{files['data'].stem}", None)
+    capsys.readouterr()
     assert workspace.run_data_migrations() == 0
+    printed = capsys.readouterr().out
+    assert "2 deleted" in printed and "0 row(s) migrated, 2 row(s) DELETED" in printed, printed
     workspace.upgrade("heads")
-    with sa.create_engine(workspace.url).connect() as conn:
+    with engine.connect() as conn:
         assert conn.execute(sa.text("SELECT id, pager_id FROM owners ORDER BY id")).all() == [(1, 1)]
+    engine.dispose()
 
 
 def test_unique_constraint_on_an_existing_table_uses_the_safe_form(workspace, backend):
@@ -364,3 +382,31 @@ def test_a_type_change_ends_as_the_models_say_under_the_same_attribute(workspace
             (1, 4), (2, 2000000000), (3, 7)]
     _assert_schema_is_the_models(workspace, engine)
     engine.dispose()
+
+
+def _dbsync(workspace, *args):
+    code = "import sys; from migrations_policy.cli import dbsync_main; sys.exit(dbsync_main(sys.argv[1:]))"
+    return subprocess.run([sys.executable, "-c", code, "-c", str(workspace.ini), *args],
+                          capture_output=True, text=True, cwd=workspace.root, timeout=300)
+
+
+@pytest.mark.parametrize("change", ["primary key type", "unnamed foreign key"])
+def test_dbsync_revision_prints_the_whole_refusal_once_and_exits_1(sqlite_workspace, change):
+    workspace = sqlite_workspace
+    v1 = _start(workspace, "column")
+    if change == "primary key type":
+        v2 = v1.replace('sa.Column("id", sa.Integer, primary_key=True)', 'sa.Column("id", sa.BigInteger, primary_key=True)')
+        reason = "pagers.id is in the primary key: "
+    else:
+        v2 = v1 + 'tags = sa.Table("tags", metadata, sa.Column("id", sa.Integer, primary_key=True))\n'
+        v2 = v2.replace('sa.Column("size", sa.Integer, nullable=False))',
+                        'sa.Column("size", sa.Integer, sa.ForeignKey("tags.id"), nullable=False))')
+        reason = "pagers: the new foreign key has no name"
+    workspace.models(v2)
+    before = workspace.files()
+    done = _dbsync(workspace, "revision", "-m", "change")
+    assert done.returncode == 1, (done.returncode, done.stdout, done.stderr)
+    printed = done.stdout + done.stderr
+    assert printed.count("the expand/contract split refuses:") == 1, printed
+    assert printed.count(reason) == 1 and "Traceback" not in printed, printed
+    assert workspace.files() == before, "nothing written"
