@@ -96,7 +96,8 @@ def assess(project: Project, connection: Connection, exact: bool = False, decisi
     state = UpgradeState(heads=heads, branches=branch_statuses(script, heads))
     expand_pending = bool(state.branches[EXPAND].pending)
     if not (decisive and expand_pending):
-        state.data_migrations = pending_migrations(connection, registry, exact=exact, stop_at_pending=decisive)
+        state.data_migrations = pending_migrations(connection, registry, exact=exact, stop_at_pending=decisive,
+                                                   remember=True)
     if not decisive:
         state.runners = runners_at_work(connection)
     state.partly_applied = journal.partly_applied(connection, script)

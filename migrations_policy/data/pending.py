@@ -22,8 +22,10 @@ On MariaDB/MySQL each of these runs with subquery materialization off
 planned as a materialized copy of the other table, probed per row (1,000,000 ports
 and nodes, nothing pending: 17.7 s; as index lookups, 3.2 s).
 
-A completion is never remembered: the probe runs every time, because release-N code
-can make rows pending again at any moment and only the rows themselves can say so.
+A completion is remembered only with a proof the database keeps that no row was written
+since (``completion``: trigger-maintained dirty marks, read before the probe): the ledger
+is never that proof.  Without one (a predicate the marks cannot cover, triggers missing or
+not installable), the probe runs every time.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from migrations_policy.data.estimate import planner_rows
-from migrations_policy.data import ledger
+from migrations_policy.data import completion, ledger
 from migrations_policy.data.declare import DataMigration, key_bound
 
 
@@ -243,7 +245,8 @@ def estimate(conn: Connection, migration: DataMigration) -> int | None:
 
 
 def pending_migrations(connection: Connection, registry: Iterable[DataMigration],
-                       exact: bool = False, stop_at_pending: bool = False) -> list[PendingMigration]:
+                       exact: bool = False, stop_at_pending: bool = False,
+                       remember: bool = False) -> list[PendingMigration]:
     """Every migration's remaining rows and ledger state, for the gate, ``check`` and ``status``.
 
     Zero is always verified (no pending row exists).  Otherwise the count is the
@@ -254,15 +257,24 @@ def pending_migrations(connection: Connection, registry: Iterable[DataMigration]
     a refusing gate): the migrations the ledger does not say complete are probed
     first, and the list ends at the first with rows remaining; the others are not
     probed (proving a migration complete is the one probe that reads its whole table).
+
+    A completion proven since the last write to what the predicate reads is not probed again
+    (``completion``).  *remember*: install the mark triggers where missing and record the
+    completions this call proves (in transactions of their own, on other connections: never in
+    the caller's, which may be a migration's); the gate only reads them.
     """
+    registry = list(registry)
+    if remember and not exact:  # before any probe reads a table (MariaDB: its metadata lock)
+        completion.install_missing(connection, registry)
     states = ledger.read(connection)
     inspector = sa.inspect(connection)
     with index_lookups(connection), one_row_plans(connection) if not exact else nullcontext():
-        return _pending_migrations(connection, registry, exact, stop_at_pending, states, inspector)
+        return _pending_migrations(connection, registry, exact, stop_at_pending, states, inspector, remember)
 
 
 def _pending_migrations(connection: Connection, registry: Iterable[DataMigration], exact: bool,
-                        stop_at_pending: bool, states: dict, inspector: Any) -> list[PendingMigration]:
+                        stop_at_pending: bool, states: dict, inspector: Any,
+                        remember: bool = False) -> list[PendingMigration]:
     found = []
     migrations = list(registry)
     if stop_at_pending:
@@ -277,8 +289,14 @@ def _pending_migrations(connection: Connection, registry: Iterable[DataMigration
         state = row.get("state", ledger.NEVER_RUN)
         if exact:
             found.append(PendingMigration(migration.name, count_pending(connection, migration), state))
+            continue
+        proof = completion.read(connection, migration, inspector)
+        if proof.valid:
+            found.append(PendingMigration(migration.name, 0, state))
         elif not has_pending(connection, migration, row.get("last_key"), inspector):
             found.append(PendingMigration(migration.name, 0, state))
+            if remember:
+                completion.remember(connection.engine, migration, proof)
         else:
             guess = estimate(connection, migration)
             found.append(PendingMigration(migration.name, count_pending(connection, migration), state)

@@ -36,6 +36,8 @@ class MigrationReport:
     longest_batch_seconds: float = 0.0
     #: (smallest, largest) batch size this run used (they differ with a batch time target).
     batch_sizes: tuple[int, int] = (0, 0)
+    #: Batches that gave way to an application transaction on a row lock (rolled back, retried smaller).
+    yielded: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -45,7 +47,7 @@ class MigrationReport:
             "remaining_after": self.remaining_after, "remaining_after_estimated": self.remaining_after_estimated,
             "errors": self.errors, "error": self.error,
             "batches": self.batches, "longest_batch_seconds": round(self.longest_batch_seconds, 4),
-            "batch_sizes": list(self.batch_sizes),
+            "batch_sizes": list(self.batch_sizes), "yielded": self.yielded,
         }
 
 
@@ -110,6 +112,9 @@ class RunReport:
                 notes.append(f"{m.name}: {m.strategy_note}")
             if m.error:
                 notes.append(f"{m.name}: error: {m.error}")
+            if m.yielded:
+                notes.append(f"{m.name}: {m.yielded} batch(es) gave way to application transactions on a row lock "
+                             "(rolled back and retried smaller)")
             if m.stuck:
                 notes.append(f"{m.name}: {m.stuck} row(s) still pending after their batch migrated them: "
                              "the migration cannot migrate them (fix the data or the migration, then rerun)")

@@ -37,7 +37,7 @@ from migrations_policy.core import project_code
 from migrations_policy.core.urls import mask_text
 from migrations_policy.core.errors import UsageError
 from migrations_policy.core.project import _one_line
-from migrations_policy.data import claims, ledger, locks
+from migrations_policy.data import claims, completion, ledger, locks, yielding
 from migrations_policy.data import pending as probes
 from migrations_policy.data.declare import Batch, DataMigration, Registry, key_bound
 from migrations_policy.data.pending import (count_pending,
@@ -141,6 +141,7 @@ class _Walk:
         self.claim_batches = 1  # batches the next claim covers
         self.peers = False  # other runners held live claims at the last claim
         self._ledger_read = ledger.last_key_query(migration.name)  # its last_key, read under the lock
+        self.yields_in_a_row = 0  # batches in a row that gave way to application transactions
 
     def note(self, text: str) -> None:
         """Add *text* to the report's strategy note."""
@@ -170,6 +171,8 @@ class _Walk:
                 report.strategy_note = ("retired: a contract that dropped what it reads was reverted (forced); its "
                                         "source came back empty, and copying it again would overwrite what it copied")
                 return
+            conn.rollback()
+            completion.install(engine, m)  # before any batch: what this run leaves is then remembered
             resume = cursor_value(conn, m, self.ledger_key) if state in ledger.RESUMABLE else None
             with index_lookups(conn), one_row_plans(conn):
                 low, high, density, resumed = self._survey(conn, resume)
@@ -247,6 +250,7 @@ class _Walk:
         it would shrink every runner's batches as runners are added (4 runners on one
         migration: batches of ~80 rows, 16x slower)."""
         started = time.perf_counter()
+        conn = None
         try:
             conn = connections.get()
             if self.claiming:
@@ -285,12 +289,17 @@ class _Walk:
             self.finished, self.chunk = True, None
             raise
         except (Exception, SystemExit, GeneratorExit) as exc:  # one migration's failure (its function's
-            connections.discard()                              # sys.exit() too) must not stop the others
+            if yielding.gave_way(exc) and self._gave_way(conn, width):  # sys.exit() too) must not stop the others
+                return 0
+            connections.discard()
             self.chunk = None
             self.fail(exc)
             return 0
         seconds = time.perf_counter() - started
         self.waiting_since = None
+        self.yields_in_a_row = 0
+        if not self.run.batch_seconds and self.batch_size < self.run.batch_size:  # back up after yielding
+            self.batch_size = min(self.run.batch_size, 2 * self.batch_size)
         if own:
             self.cursor = self.walked_to = batch.upper
         report = self.report
@@ -309,6 +318,20 @@ class _Walk:
             time.sleep(self.run.sleep)
         return processed
 
+    def _gave_way(self, conn: Connection | None, width: int) -> bool:
+        """The batch gave way to an application transaction on a row lock (``yielding``): it
+        rolled back whole; count it, halve the next batch, back off, and let the walk try again.
+        False after ``MAX_YIELDS`` in a row (the migration then fails with the error)."""
+        self.yields_in_a_row += 1
+        if self.yields_in_a_row > yielding.MAX_YIELDS or conn is None or conn.invalidated:
+            return False
+        if conn.in_transaction():
+            conn.rollback()
+        self.report.yielded += 1
+        self.batch_size = max(1, min(self.batch_size, width) // 2)
+        yielding.backoff(self.yields_in_a_row)
+        return True
+
     def _rehome(self, conn: Connection, chunk: Chunk, token: int) -> bool:
         """First in a batch's transaction, when this step runs on another worker thread's
         connection than the one that claimed *chunk*: make the claim this session's, so that it
@@ -325,6 +348,7 @@ class _Walk:
         """Inside the batch's transaction: migrate, move the claim's start past the batch (claiming),
         record it in the ledger."""
         name = self.migration.name
+        completion.quiet(conn, self.migration)
         processed, migrated, stuck = self._migrate(conn, batch)
         if chunk is not None:
             claims.advance(conn, name, chunk.high, chunk.holder, batch.upper)
@@ -492,8 +516,7 @@ class _Walk:
         """
         m = self.migration
         if m.unmigratable is not None:
-            processed = conn.execute(
-                sa.update(m.table).where(batch.where, sa.not_(m.unmigratable)).values(dict(m.values))).rowcount
+            processed = yielding.update(conn, m, batch)
             return processed, processed, 0
         if m.deletes:  # the rows it was given are gone: none can be stuck
             deleted = m.migrate(conn, batch)
@@ -502,7 +525,8 @@ class _Walk:
                                 f"not {deleted!r}")
             return deleted, deleted, 0
         given = pending_keys(conn, m, batch.where)
-        returned = m.migrate(conn, batch)
+        with yielding.short_lock_wait(conn):
+            returned = m.migrate(conn, batch)
         stuck = len(given & pending_keys(conn, m, batch.where, current=True))
         migrated = returned if isinstance(returned, int) and not isinstance(returned, bool) \
             else len(given) - stuck
@@ -516,8 +540,11 @@ class _Walk:
             with engine.connect() as conn:
                 stuck = 0
                 if report.state != ledger.INAPPLICABLE:
+                    proof = completion.read(conn, self.migration)  # before the probe
                     report.remaining_after, report.remaining_after_estimated = remaining(
                         conn, self.migration, self.ledger_key, self.run.exact)
+                    if report.remaining_after == 0:
+                        completion.remember(engine, self.migration, proof)
                     nulls = null_keyed(conn, self.migration)
                     if nulls and report.state != ledger.ERROR:
                         m = self.migration
@@ -605,6 +632,9 @@ class _Connections:
     def close(self) -> None:
         for conn, token in self.opened.items():
             try:
+                if not conn.invalidated and not conn.closed:
+                    completion.quiet(conn, None)  # back in the pool, its writes mark again
+                    conn.commit()
                 if token is not None and not conn.invalidated and not conn.closed:
                     claims.let_go(conn, token)
             except Exception:  # noqa: BLE001 - the session then ends with the connection

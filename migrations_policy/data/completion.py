@@ -1,0 +1,343 @@
+"""A data migration's completion, proven once and remembered only while nothing can have changed it.
+
+Proving that nothing is pending reads the whole table (``pending.has_pending`` finds nothing
+only after one pass), so a ``check`` in a deployment loop, a ``status`` and the gate would pay
+a full pass per call, per migration, for as long as the migration stays declared.  Instead,
+a completion is remembered with a proof that no row has been written since, kept by the
+database itself:
+
+* **dirty marks** (``migrations_policy_data_dirty``, one row per migration and writing
+  session): triggers on every table the pending predicate reads (and the parents whose
+  ``ON DELETE``/``ON UPDATE`` actions write those tables) bump the writing session's mark in
+  the writer's own transaction.  PostgreSQL: one statement-level trigger per table (``INSERT
+  OR UPDATE OR DELETE OR TRUNCATE``), a ``SECURITY DEFINER`` function (the application user
+  needs no grant); MariaDB/MySQL and SQLite: row triggers.  Marks are per session, so
+  writers never wait for one another on them;
+* **the proof** (``migrations_policy_data_proofs``): a probe that found nothing pending,
+  with a fingerprint of what it judged (the pending predicate's SQL, the columns of every
+  table it reads, the triggers' names).
+
+A migration is complete without a probe only when its proof's fingerprint matches, its
+triggers are all present (and enabled), and it has no dirty mark.  Recording a proof is
+race-free by visibility, not by locks: the marks are read *before* the probe, in a snapshot
+the probe's own snapshots follow, so every mark read belongs to a transaction whose writes
+the probe saw; only those marks are deleted, each only if its ``seq`` is still the one read
+(a mark bumped meanwhile stays).  A writer that commits after the probe's snapshot leaves a
+mark that survives, and the next call probes again.  Installing the triggers writes a mark of
+its own, so a probe whose snapshot predates the triggers cannot prove anything.
+
+The ledger is never part of the proof: a ledger row saying ``complete`` switches nothing off.
+What is not covered, so never remembered (probed every time, as before): a pending predicate
+with SQL text, a column of no table, or a function that is not a known side-effect-free
+built-in (a user function may read any table; ``now()`` changes without any write).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator, NamedTuple
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.sql import functions as sa_functions
+
+from migrations_policy.core.framework_tables import TABLE_PREFIX
+from migrations_policy.data.declare import DataMigration
+
+DIRTY_TABLE = f"{TABLE_PREFIX}data_dirty"
+PROOFS_TABLE = f"{TABLE_PREFIX}data_proofs"
+#: PostgreSQL: the one trigger function every mark trigger calls (the migration: its argument).
+MARK_FUNCTION = f"{TABLE_PREFIX}dirty_mark"
+TRIGGER_PREFIX = "mp_done_"
+#: MariaDB/MySQL: a runner of a set-based migration whose predicate reads its own table only names
+#: it in this session variable while its batches run; that migration's triggers then leave no mark
+#: (row triggers there cost one upsert per row: 1M rows, 1M upserts).  Such a batch only updates
+#: rows that were pending, so it cannot make one pending; the probe after the walk decides.
+QUIET_VARIABLE = "migrations_policy_quiet"
+#: Seconds a proof's writes (trigger DDL, marks) wait for a lock before giving up: remembering
+#: is an optimisation, it never makes live traffic wait.
+LOCK_WAIT = 0.5  # MariaDB/MySQL: 1 (whole seconds)
+
+metadata = sa.MetaData()
+dirty = sa.Table(
+    DIRTY_TABLE, metadata,
+    sa.Column("migration", sa.String(128), primary_key=True),
+    sa.Column("session_id", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("seq", sa.BigInteger, nullable=False),
+)
+proofs = sa.Table(
+    PROOFS_TABLE, metadata,
+    sa.Column("migration", sa.String(128), primary_key=True),
+    sa.Column("fingerprint", sa.String(64), nullable=False),
+)
+
+#: Functions a rememberable pending predicate may call: deterministic, reading no table.
+_PURE = {"coalesce", "lower", "upper", "length", "char_length", "concat", "abs", "trim", "ltrim", "rtrim",
+         "substr", "substring", "replace", "nullif", "greatest", "least", "cast", "round", "floor", "ceil",
+         "count", "max", "min", "sum", "json_extract", "jsonb_typeof", "json_typeof"}
+
+
+def rememberable(migration: DataMigration) -> bool:
+    """Whether every table and function the pending predicate reads is known (fail closed)."""
+    for element in sa.sql.visitors.iterate(migration.pending):
+        if isinstance(element, sa.TextClause):
+            return False
+        if isinstance(element, sa.ColumnClause) and element.table is None:
+            return False
+        if isinstance(element, sa_functions.FunctionElement):
+            name = getattr(element, "name", "") or ""
+            if name.lower() not in _PURE:
+                return False
+    return True
+
+
+def _digest(*parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts, default=str, sort_keys=True).encode()).hexdigest()
+
+
+def _tables(conn: Connection, migration: DataMigration, inspector: Any) -> list[str]:
+    """The tables whose writes can change the pending predicate: the ones it reads, and (for
+    foreign-key actions, which fire no trigger on MariaDB) the tables their cascading foreign
+    keys refer to, transitively."""
+    found = set(migration.columns_used())
+    todo = list(found)
+    while todo:
+        table = todo.pop()
+        if not inspector.has_table(table):
+            continue
+        for fk in inspector.get_foreign_keys(table):
+            actions = {str((fk.get("options") or {}).get(a, "")).upper() for a in ("ondelete", "onupdate")}
+            parent = fk.get("referred_table")
+            if parent and actions - {"", "NO ACTION", "RESTRICT", "NONE"} and parent not in found:
+                found.add(parent)
+                todo.append(parent)
+    return sorted(found)
+
+
+def trigger_name(migration: str, table: str) -> str:
+    return f"{TRIGGER_PREFIX}{_digest(migration, table)[:20]}"
+
+
+def _suffixes(dialect: str) -> tuple[str, ...]:
+    return ("",) if dialect == "postgresql" else ("_ai", "_au", "_ad")
+
+
+class Proof(NamedTuple):
+    """What a call read before probing: whether the remembered completion still holds, and
+    what recording a new one needs."""
+
+    valid: bool
+    fingerprint: str | None  # None: not rememberable here
+    marks: tuple[tuple[int, int], ...]  # (session_id, seq) read before the probe
+    installed: bool  # every trigger present (and enabled)
+
+
+_NO = Proof(False, None, (), False)
+
+
+def read(conn: Connection, migration: DataMigration, inspector: Any = None) -> Proof:
+    """The migration's proof as it stands; read *before* probing (see the module's docstring)."""
+    if conn.dialect.name not in ("postgresql", "mysql", "mariadb", "sqlite") or not rememberable(migration):
+        return _NO
+    inspector = inspector or sa.inspect(conn)
+    if not (inspector.has_table(DIRTY_TABLE) and inspector.has_table(PROOFS_TABLE)):
+        return _NO._replace(fingerprint=_fingerprint(conn, migration, inspector))
+    fingerprint = _fingerprint(conn, migration, inspector)
+    marks = tuple(tuple(r) for r in conn.execute(
+        sa.select(dirty.c.session_id, dirty.c.seq).where(dirty.c.migration == migration.name)))
+    installed = _installed(conn, migration, inspector)
+    stored = conn.execute(sa.select(proofs.c.fingerprint).where(proofs.c.migration == migration.name)).scalar()
+    return Proof(installed and not marks and stored == fingerprint, fingerprint, marks, installed)
+
+
+def _fingerprint(conn: Connection, migration: DataMigration, inspector: Any) -> str:
+    pending = str(migration.pending.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True}))
+    tables = _tables(conn, migration, inspector)
+    columns = {t: [(c["name"], str(c["type"]), c.get("nullable"), str(c.get("default")))
+                   for c in inspector.get_columns(t)] if inspector.has_table(t) else None for t in tables}
+    return _digest(conn.dialect.name, migration.name, pending, columns,
+                   [trigger_name(migration.name, t) for t in tables])
+
+
+def _installed(conn: Connection, migration: DataMigration, inspector: Any) -> bool:
+    tables = _tables(conn, migration, inspector)
+    wanted = {trigger_name(migration.name, t) + s: t for t in tables for s in _suffixes(conn.dialect.name)}
+    names = list(wanted)
+    dialect = conn.dialect.name
+    if dialect == "postgresql":
+        rows = conn.execute(sa.text(
+            "SELECT t.tgname, c.relname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+            "WHERE t.tgname IN :names AND t.tgenabled IN ('O', 'A') AND c.relnamespace = "
+            "(SELECT oid FROM pg_namespace WHERE nspname = current_schema())"
+        ).bindparams(sa.bindparam("names", expanding=True)), {"names": names}).all()
+    elif dialect in ("mysql", "mariadb"):
+        rows = conn.execute(sa.text(
+            "SELECT trigger_name, event_object_table FROM information_schema.triggers "
+            "WHERE trigger_schema = DATABASE() AND trigger_name IN :names"
+        ).bindparams(sa.bindparam("names", expanding=True)), {"names": names}).all()
+    else:
+        rows = conn.execute(sa.text("SELECT name, tbl_name FROM sqlite_master WHERE type = 'trigger' "
+                                    "AND name IN :names").bindparams(sa.bindparam("names", expanding=True)),
+                            {"names": names}).all()
+    present = {name: table for name, table in rows}
+    return all(present.get(name, "").lower() == table.lower() for name, table in wanted.items())
+
+
+# -- writing: triggers, proofs ------------------------------------------------------------
+def _lit(value: str, dialect: Any) -> str:
+    return str(sa.literal(value, sa.String()).compile(dialect=dialect, compile_kwargs={"literal_binds": True}))
+
+
+def _ddl(conn: Connection, text: str) -> None:
+    """*text* as ``DDL`` (which %-formats it: where the driver formats with ``%`` too, the dialect's
+    quoting already escaped identifiers and literals, as in ``window.sync_triggers``)."""
+    if "%%" not in conn.dialect.identifier_preparer.quote("%"):
+        text = text.replace("%", "%%")
+    conn.execute(sa.DDL(text))
+
+
+@contextmanager
+def _short_lock_wait(conn: Connection) -> Iterator[None]:
+    """For the duration: waits for locks of at most ``LOCK_WAIT`` seconds (PostgreSQL: local to
+    the transaction; MariaDB/MySQL: the session's settings, restored afterwards, since the
+    connection goes back to the pool)."""
+    name = conn.dialect.name
+    if name == "postgresql":
+        conn.execute(sa.select(sa.func.set_config("lock_timeout", f"{int(LOCK_WAIT * 1000)}ms", True)))
+        yield
+        return
+    if name not in ("mysql", "mariadb"):
+        yield
+        return
+    saved = conn.execute(sa.text("SELECT @@session.lock_wait_timeout, @@session.innodb_lock_wait_timeout")).one()
+    conn.execute(sa.text("SET SESSION lock_wait_timeout = 1, innodb_lock_wait_timeout = 1"))
+    try:
+        yield
+    finally:
+        if not conn.invalidated:
+            conn.execute(sa.text("SET SESSION lock_wait_timeout = :a, innodb_lock_wait_timeout = :b"),
+                         {"a": saved[0], "b": saved[1]})
+
+
+def install(engine: Engine, migration: DataMigration) -> bool:
+    """Create the framework tables and the migration's mark triggers where missing, and leave a
+    mark (so that no probe whose snapshot predates the triggers proves anything).  False when
+    they cannot be installed here (privileges, a lock not granted in ``LOCK_WAIT`` seconds):
+    completion is then probed every time, as without them."""
+    if engine.dialect.name not in ("postgresql", "mysql", "mariadb", "sqlite") or not rememberable(migration):
+        return False
+    try:
+        with engine.connect() as conn:
+            metadata.create_all(conn, checkfirst=True)
+            conn.commit()
+            inspector = sa.inspect(conn)
+            if _installed(conn, migration, inspector):
+                return True
+            tables = _tables(conn, migration, inspector)
+            conn.rollback()
+            with conn.begin(), _short_lock_wait(conn):
+                _create_triggers(conn, migration, tables)
+                _mark(conn, migration.name)
+        return True
+    except sa.exc.DBAPIError:
+        return False
+
+
+def install_missing(connection: Connection, registry: Iterable[DataMigration]) -> None:
+    """``install`` for the migrations of *registry* whose triggers are missing (their tables
+    present), on connections of their own."""
+    inspector = sa.inspect(connection)
+    for migration in registry:
+        if connection.dialect.name not in ("postgresql", "mysql", "mariadb", "sqlite") or \
+                not rememberable(migration) or not all(inspector.has_table(t) for t in migration.columns_used()):
+            continue
+        if not _installed(connection, migration, inspector):
+            install(connection.engine, migration)
+    if connection.in_transaction() and connection.dialect.name == "sqlite":
+        connection.commit()  # reads only: let the installer's writes be seen
+
+
+def _mark(conn: Connection, name: str) -> None:
+    """A mark of session 0 (not a real session on any dialect), bumped if present."""
+    updated = conn.execute(sa.update(dirty).where(dirty.c.migration == name, dirty.c.session_id == 0)
+                           .values(seq=dirty.c.seq + 1)).rowcount
+    if not updated:
+        conn.execute(sa.insert(dirty).values(migration=name, session_id=0, seq=1))
+
+
+def _create_triggers(conn: Connection, migration: DataMigration, tables: Iterable[str]) -> None:
+    dialect = conn.dialect
+    q = dialect.identifier_preparer.quote
+    name = _lit(migration.name, dialect)
+    if dialect.name == "postgresql":
+        schema = conn.execute(sa.select(sa.func.current_schema())).scalar()
+        target = f"{q(schema)}.{q(DIRTY_TABLE)}"
+        function = f"{q(schema)}.{q(MARK_FUNCTION)}"
+        _ddl(conn, f"CREATE OR REPLACE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql "
+                   f"SECURITY DEFINER SET search_path = pg_catalog AS $mp_done$\nBEGIN\n"
+                   f"  INSERT INTO {target} AS d (migration, session_id, seq) VALUES (TG_ARGV[0], pg_backend_pid(), 1)\n"
+                   f"  ON CONFLICT (migration, session_id) DO UPDATE SET seq = d.seq + 1;\n"
+                   f"  RETURN NULL;\nEND\n$mp_done$")
+        for table in tables:
+            trigger = q(trigger_name(migration.name, table))
+            _ddl(conn, f"DROP TRIGGER IF EXISTS {trigger} ON {q(table)}")
+            _ddl(conn, f"CREATE TRIGGER {trigger} AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON {q(table)} "
+                       f"FOR EACH STATEMENT EXECUTE FUNCTION {function}({name})")
+        return
+    if dialect.name in ("mysql", "mariadb"):
+        database = conn.execute(sa.select(sa.func.database())).scalar()
+        target = f"{q(database)}.{q(DIRTY_TABLE)}"
+        for table in tables:
+            for suffix, event in (("_ai", "INSERT"), ("_au", "UPDATE"), ("_ad", "DELETE")):
+                trigger = q(trigger_name(migration.name, table) + suffix)
+                _ddl(conn, f"DROP TRIGGER IF EXISTS {trigger}")
+                _ddl(conn, f"CREATE TRIGGER {trigger} AFTER {event} ON {q(table)} FOR EACH ROW\n"
+                           f"BEGIN /* migrations_policy completion mark */\n"
+                           f"  IF @{QUIET_VARIABLE} IS NULL OR @{QUIET_VARIABLE} <> {name} THEN\n"
+                           f"    INSERT INTO {target} (migration, session_id, seq) VALUES ({name}, CONNECTION_ID(), 1)\n"
+                           f"    ON DUPLICATE KEY UPDATE seq = seq + 1;\n"
+                           f"  END IF;\nEND")
+        return
+    for table in tables:  # SQLite: one writer at a time; session 1 (0 is the installer's)
+        for suffix, event in (("_ai", "INSERT"), ("_au", "UPDATE"), ("_ad", "DELETE")):
+            trigger = q(trigger_name(migration.name, table) + suffix)
+            _ddl(conn, f"DROP TRIGGER IF EXISTS {trigger}")
+            _ddl(conn, f"CREATE TRIGGER {trigger} AFTER {event} ON {q(table)} FOR EACH ROW\n"
+                       f"BEGIN\n  INSERT INTO {q(DIRTY_TABLE)} (migration, session_id, seq) VALUES ({name}, 1, 1)\n"
+                       f"  ON CONFLICT (migration, session_id) DO UPDATE SET seq = seq + 1;\nEND")
+
+
+def remember(engine: Engine, migration: DataMigration, proof: Proof) -> bool:
+    """After a probe that found nothing pending (and read *proof* before it): record the
+    completion, and delete the marks read before the probe (each only if not bumped since).
+    Not when the triggers were missing at *proof*'s read (installed now: the next call proves)."""
+    if proof.fingerprint is None:
+        return False
+    if not proof.installed:
+        install(engine, migration)
+        return False
+    try:
+        with engine.connect() as conn:
+            with conn.begin(), _short_lock_wait(conn):
+                for session_id, seq in proof.marks:
+                    conn.execute(sa.delete(dirty).where(dirty.c.migration == migration.name,
+                                                        dirty.c.session_id == session_id, dirty.c.seq == seq))
+                updated = conn.execute(sa.update(proofs).where(proofs.c.migration == migration.name)
+                                       .values(fingerprint=proof.fingerprint)).rowcount
+                if not updated:
+                    conn.execute(sa.insert(proofs).values(migration=migration.name, fingerprint=proof.fingerprint))
+        return True
+    except sa.exc.DBAPIError:
+        return False
+
+
+def quiet(conn: Connection, migration: DataMigration | None) -> None:
+    """MariaDB/MySQL, a runner's batch connection: its set-based batches of *migration* leave no
+    mark (None: every write marks again).  Other dialects: nothing (one mark per statement)."""
+    if conn.dialect.name not in ("mysql", "mariadb"):
+        return
+    value = migration.name if migration is not None and migration.values is not None \
+        and set(migration.columns_used()) == {migration.table_name} else None
+    conn.execute(sa.text(f"SET @{QUIET_VARIABLE} = :v"), {"v": value})
