@@ -235,8 +235,8 @@ class LineProgress(_Totals):
         done = m.migrated + m.stuck
         if m.remaining_before is None or (m.remaining_before == 0 and not done):
             return False  # not started yet, or nothing to do
-        if self._last.get(m.name) == done and m.name != current:
-            return False  # said already: its walk has ended or waits for its turn
+        if self._last.get(m.name) == done:
+            return False  # said already: its walk has ended (a last batch found nothing) or waits
         return True
 
     def update(self, reports: list[MigrationReport], current: str = "", force: bool = False) -> None:

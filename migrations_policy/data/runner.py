@@ -539,6 +539,9 @@ class _Walk:
         without counting what remains (the operator asked us to stop)."""
         if self.finalized:
             return
+        if self.walked_to_end and self.report.state == ledger.RUNNING:
+            self.finish(engine)  # its walk had ended before the stop: what it is, not "interrupted"
+            return
         self.finalized = True
         report = self.report
         if report.state not in (ledger.ERROR, ledger.INAPPLICABLE):

@@ -131,3 +131,73 @@ def test_progress_on_a_freshly_added_column(backend, tmp_path, db_url, db_engine
 
     with db_engine.connect() as conn:  # the run is complete: 0, verified
         assert remaining(conn, migration) == (0, False)
+
+
+TWO = '''
+import sqlalchemy as sa
+from migrations_policy.data import DataMigration
+
+small = sa.table("small", sa.column("id", sa.Integer), sa.column("src"), sa.column("dst"))
+big = sa.table("big", sa.column("id", sa.Integer), sa.column("src"), sa.column("dst"))
+copy_small = DataMigration("copy_small", table=small, key="id", pending=small.c.dst.is_(None),
+                           values={"dst": small.c.src})
+copy_big = DataMigration("copy_big", table=big, key="id", pending=big.c.dst.is_(None), values={"dst": big.c.src})
+nothing_to_do = DataMigration("nothing_to_do", table=small, key="id", pending=small.c.src.is_(None),
+                              values={"src": small.c.dst})
+'''
+
+
+@pytest.mark.parametrize("seed", [random.Random().randrange(1 << 30) for _ in range(2)])
+def test_sigterm_leaves_finished_migrations_complete_and_lines_say_things_once(
+        backend, tmp_path, db_url, db_engine, seed):
+    """Two migrations take turns; the small one's walk ends early, the big one is stopped by
+    SIGTERM midway.  The small one is reported (and recorded) complete, not interrupted; the
+    one with nothing to do and the finished one get no line that repeats what was said."""
+    import json
+    import signal
+
+    print(f"seed={seed}")
+    rng = random.Random(seed)
+    meta = sa.MetaData()
+    tables = {name: sa.Table(name, meta, sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+                             sa.Column("src", sa.String(40)), sa.Column("dst", sa.String(40)))
+              for name in ("small", "big")}
+    meta.create_all(db_engine)
+    ledger.metadata.create_all(db_engine)
+    batch = rng.randrange(50, 200)
+    sizes = {"small": batch * rng.randrange(1, 4), "big": batch * 400}
+    with db_engine.begin() as conn:
+        for name, size in sizes.items():
+            conn.execute(sa.insert(tables[name]), [{"id": i, "src": f"v{i}"} for i in range(1, size + 1)])
+    project = write_data_project(tmp_path, "two_app", TWO)
+    argv = dbsync_argv(project, db_url, "--progress", "line", "--progress-interval", "0.01", "--format", "json",
+                       "online_data_migrations", "--batch-size", str(batch), "--batch-seconds", "0",
+                       "--sleep", "0.02")
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(project)})
+    lines = []
+    stop_after = rng.randrange(3, 10)  # lines of copy_big after the small walk ended
+    for line in proc.stderr:
+        lines.append(line.rstrip("\n"))
+        big_lines = [x for x in lines if ": copy_big: " in x]
+        if len(big_lines) > sizes["small"] // batch + stop_after:
+            proc.send_signal(signal.SIGTERM)
+            break
+    out, err = proc.communicate(timeout=120)
+    lines += err.splitlines()
+    assert proc.returncode == 130, "\n".join(lines)
+    report = {m["name"]: m for m in json.loads(out)["migrations"]}
+    assert report["copy_small"]["state"] == ledger.COMPLETE, report
+    assert report["nothing_to_do"]["state"] == ledger.COMPLETE, report
+    assert report["copy_big"]["state"] == ledger.INTERRUPTED, report
+    with db_engine.connect() as conn:
+        states = ledger.read(conn)
+    assert states["copy_small"]["state"] == ledger.COMPLETE and states["copy_big"]["state"] == ledger.INTERRUPTED, states
+    said: dict[str, list[str]] = {}
+    for line in lines:
+        name, _, rest = line.removeprefix("online_data_migrations: ").partition(": ")
+        if line.startswith("online_data_migrations: ") and name in report:
+            said.setdefault(name, []).append(rest.split(" rows")[0])
+    assert "nothing_to_do" not in said, said
+    for name, dones in said.items():
+        assert len(dones) == len(set(dones)), (name, dones)  # nothing said twice
