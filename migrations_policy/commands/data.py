@@ -21,7 +21,7 @@ def project_registry(project: Project) -> Registry:
 
 
 def parse_option_args(pairs: Iterable[str]) -> dict[str, dict[str, str]]:
-    """``["name.key=value", ...]`` -> ``{name: {key: value}}``; a malformed one is a usage error (127)."""
+    """``["name.key=value", ...]`` -> ``{name: {key: value}}``; a malformed one is a usage error (2)."""
     options: dict[str, dict[str, str]] = {}
     for pair in pairs:
         target, sep, value = pair.partition("=")

@@ -10,7 +10,7 @@ from typing import Any, Callable, TextIO
 from migrations_policy.data import ledger
 
 # Exit codes of ``dbsync online_data_migrations`` (part of the stable interface).
-EXIT_COMPLETE, EXIT_MORE_WORK, EXIT_FAILED, EXIT_CAUGHT_UP, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 3, 127, 130
+EXIT_COMPLETE, EXIT_MORE_WORK, EXIT_FAILED, EXIT_CAUGHT_UP, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 3, 2, 130
 #: States of a migration that do not keep a run from being caught up (exit 3).
 _AS_FAR_AS_IT_GETS = (ledger.COMPLETE, ledger.INAPPLICABLE, ledger.CAUGHT_UP, ledger.WAITING)
 

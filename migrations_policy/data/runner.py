@@ -711,7 +711,7 @@ LIMITS = {"batch_size": 10_000_000, "batch_seconds": 3600.0, "sleep": 3600.0, "w
 
 
 def validate(options: RunOptions) -> None:
-    """A one-line usage error (exit 127) for an option out of range, before any work."""
+    """A one-line usage error (exit 2) for an option out of range, before any work."""
     def bad(name: str, value: Any, low: float, strict: bool = True) -> bool:
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
         return not number or not math.isfinite(value) or value < low or (strict and value == low) \
