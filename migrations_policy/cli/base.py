@@ -78,13 +78,18 @@ def _project(args: argparse.Namespace):
 def _add_force_options(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument("--force", action="store_true",
                         help=f"{what}; recorded in migrations_policy_gate_overrides (who, when, why, what remained)")
-    parser.add_argument("--reason", default="", help="why --force was needed (recorded with it)")
+    parser.add_argument("--reason", default="", help="why --force was needed (required with --force; "
+                                                     "recorded with it)")
 
 
 def _force_reason(args: argparse.Namespace, command: str) -> str | None:
+    """The reason of an override: every --force needs one (--reason TEXT), recorded with it."""
     if args.reason and not args.force:
         raise UsageError("--reason goes with --force")
-    return (args.reason or f"dbsync {command} --force") if args.force else None
+    if args.force and not args.reason.strip():
+        raise UsageError(f"{command} --force needs --reason TEXT (why the override is needed; it is recorded "
+                         "with it in migrations_policy_gate_overrides)")
+    return args.reason.strip() if args.force else None
 
 
 def _progress(args: argparse.Namespace, label: str):

@@ -105,6 +105,25 @@ OPERATOR_COMMANDS: list[CommandSpec] = [
         lambda args: commands.version(_project(args)),
     ),
     CommandSpec(
+        "current",
+        "the revisions the database records, each with its phase (like alembic current)",
+        _no_args,
+        lambda args: commands.current(_project(args)),
+        description="The revisions alembic's version table records, as alembic current prints them, each "
+                    "followed by its phase: [expand] or [contract]; (head) marks a branch's head.",
+    ),
+    CommandSpec(
+        "history",
+        "every revision, newest first, with its phase (like alembic history)",
+        lambda parser: parser.add_argument(
+            "--offline", action="store_true",
+            help="do not read the database (no applied / current marks)"),
+        lambda args: commands.history(_project(args), offline=args.offline),
+        description="Every revision script, newest first, as alembic history prints it (down -> revision "
+                    "(head), message), followed by its phase: [expand] or [contract]. (current) marks "
+                    "the revisions the database records; the JSON also says which are applied.",
+    ),
+    CommandSpec(
         "stamp",
         "record revisions as applied without running them",
         _configure_stamp,
@@ -197,18 +216,17 @@ OPERATOR_COMMANDS.append(CommandSpec(
     "migrate data in batches while the old release keeps running",
     _configure_online_data_migrations,
     _run_online_data_migrations,
-    usage_exit_code=127,
     description="Run the declared online data migrations in batches, one transaction per batch, "
                 "and print what each did and what remains (counted live). Safe to rerun, to interrupt, "
                 "and to run twice at once.",
     exit_codes={
         0: "every data migration is complete",
         1: "work remains: a walk stopped before its end (--max-count): run again",
-        2: "a migration failed or left stuck rows (the others still ran), or a configuration "
+        2: "invalid arguments (unknown option, bad value: nothing runs), or a migration failed or left stuck "
+           "rows (the others still ran), or a configuration "
            "or database error (one line on stderr)",
         3: "caught up: every walk reached its end, but rows written behind it meanwhile remain (code of the "
            "previous release still running); stop that code, then a final run exits 0",
-        127: "invalid arguments (unknown option, bad value)",
         130: "interrupted (Ctrl-C or SIGTERM): the batch in progress rolled back, the ledger says interrupted",
     },
 ))
@@ -231,7 +249,6 @@ OPERATOR_COMMANDS.append(CommandSpec(
     "delete the rows the project declares prunable, in batches, children first",
     _configure_online_data_migrations,
     _run_prune,
-    usage_exit_code=127,
     description="Delete the rows of each Prune declared in the data_migrations modules (soft-deleted before a "
                 "date, say), optionally copying them to a shadow table first, on the data-migration runner: "
                 "the same batches, throttling, ledger, report and exit codes; --migration selects prunes by "
@@ -239,9 +256,9 @@ OPERATOR_COMMANDS.append(CommandSpec(
     exit_codes={
         0: "every prune is complete",
         1: "--max-count reached and rows remain: run again",
-        2: "a prune failed (the others still ran), or a configuration or database error (one line on stderr)",
+        2: "invalid arguments (nothing runs), or a prune failed (the others still ran), or a configuration or "
+           "database error (one line on stderr)",
         3: "caught up: every walk reached its end, but rows became prunable behind it meanwhile: run again later",
-        127: "invalid arguments (unknown option, bad value)",
         130: "interrupted (Ctrl-C or SIGTERM): the batch in progress rolled back, the ledger says interrupted",
     },
 ))

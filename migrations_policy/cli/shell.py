@@ -49,8 +49,10 @@ def add_commands(subparsers, specs: Sequence[CommandSpec], global_options: str |
     ``dbsync status --format json``; given after the name, they win).
     """
     for spec in specs:
+        hyphen = spec.name.replace("_", "-")  # online-data-migrations: the spelling of every modern CLI
         parser = subparsers.add_parser(
-            spec.name, help=spec.help, description=spec.description or spec.help
+            spec.name, help=spec.help, description=spec.description or spec.help,
+            aliases=[hyphen] if hyphen != spec.name else [],
         )
         if isinstance(parser, _ArgumentParser):
             parser.usage_exit_code = spec.usage_exit_code

@@ -5,7 +5,7 @@ A project embeds them as its own commands (``from migrations_policy import comma
 Names are imported lazily, so ``commands.lint`` needs neither alembic nor SQLAlchemy.
 
 Modules: ``dbsync`` (upgrade, stamp, status, check, rollback, and the entry points of the
-others), ``data`` (online data migrations, prune), ``authoring`` (init, adopt, revision,
+others), ``revision_log`` (history, current), ``data`` (online data migrations, prune), ``authoring`` (init, adopt, revision,
 check-models), ``lint``, ``state`` (where a database stands, for status and
 check).  May import every feature folder; only ``cli``, ``rehearsal`` and ``trace`` import it.
 """
@@ -20,6 +20,7 @@ _NAMES = {
          "upgrade", "UpgradeResult", "stamp", "rollback", "RollbackResult", "online_data_migrations",
          "DataMigrationsResult", "prune", "PruneResult", "plan", "init", "adopt", "check_models", "revision"),
         "dbsync"),
+    **dict.fromkeys(("history", "HistoryResult", "current", "CurrentResult"), "revision_log"),
     "lint": "lint",
     "LintResult": "lint",
     "Result": "migrations_policy.core.result",

@@ -58,7 +58,7 @@ def project_registry(project: Project) -> Registry:
 
 
 def parse_option_args(pairs: Iterable[str]) -> dict[str, dict[str, str]]:
-    """``["name.key=value", ...]`` -> ``{name: {key: value}}``; a malformed one is a usage error (127)."""
+    """``["name.key=value", ...]`` -> ``{name: {key: value}}``; a malformed one is a usage error (2)."""
     options: dict[str, dict[str, str]] = {}
     for pair in pairs:
         target, sep, value = pair.partition("=")
@@ -78,8 +78,23 @@ def run_for_project(project: Project, **options: Unpack[BatchOptions]) -> RunRep
         raise ConfigError(f"pending contract revisions require data migrations that no module declares: "
                           f"{'; '.join(missing)}; add the module that declares them to the data_migrations "
                           f"setting ({project.alembic_config.config_file_name})")
+    if progress is not None and hasattr(progress, "estimator"):
+        progress.estimator = pending_now(project, registry)
     with sigterm_interrupts():
         return run(project.engine, registry, run_options, progress=options.get("progress"))
+
+
+def pending_now(project: Project, registry: Registry) -> Any:
+    """For the progress: a migration's rows pending now (estimated; SQLite counts), read when
+    the work done has passed the total the run began with."""
+    from migrations_policy.data.pending import count_pending, estimate
+
+    def pending(name: str) -> int | None:
+        with project.engine.connect() as conn:
+            guess = estimate(conn, registry[name])
+            return count_pending(conn, registry[name]) if guess is None else guess
+
+    return pending
 
 
 def undeclared_requirements(project: Project, registry: Registry, connection: Any) -> list[str]:

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any, Callable, TextIO
 
 from migrations_policy.data import ledger
 
 # Exit codes of ``dbsync online_data_migrations`` (part of the stable interface).
-EXIT_COMPLETE, EXIT_MORE_WORK, EXIT_FAILED, EXIT_CAUGHT_UP, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 3, 127, 130
+EXIT_COMPLETE, EXIT_MORE_WORK, EXIT_FAILED, EXIT_CAUGHT_UP, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 3, 2, 130
 #: States of a migration that do not keep a run from being caught up (exit 3).
 _AS_FAR_AS_IT_GETS = (ledger.COMPLETE, ledger.INAPPLICABLE, ledger.CAUGHT_UP, ledger.WAITING)
 
@@ -139,10 +140,43 @@ def _count(value: int | None, estimated: bool = False) -> str:
     return "-" if value is None else f"~{value}" if estimated else str(value)
 
 
-class TerminalProgress:
+class _Totals:
+    """Each migration's total as the progress shows it: its rows pending when the run began,
+    unless the work already done contradicts that estimate (more rows done than it said): then
+    the rows done plus a fresh estimate of what is pending now (*estimator*, given the
+    migration's name; the command sets it), or no total at all when there is none.  A
+    percentage is never above 100% and an ETA never comes from a total the work has passed."""
+
+    def __init__(self) -> None:
+        #: name -> the rows still pending now, estimated (None: no estimate); set by the command.
+        self.estimator: Callable[[str], int | None] | None = None
+        self._fresh: dict[str, tuple[int, bool] | None] = {}  # name -> (total, estimated) refreshed
+        self._lock = threading.Lock()
+
+    def total(self, m: MigrationReport, done: int) -> tuple[int, bool] | None:
+        """(total, estimated) of *m* with *done* rows done; None: no plausible total."""
+        with self._lock:
+            current = self._fresh.get(m.name, (m.remaining_before, m.remaining_before_estimated)) \
+                if m.name in self._fresh or m.remaining_before is not None else None
+            if current is not None and current[0] >= done:
+                return current
+            fresh = None
+            if self.estimator is not None:
+                try:
+                    pending = self.estimator(m.name)
+                except Exception:  # noqa: BLE001 - progress is best effort: show no total instead
+                    pending = None
+                if pending is not None:
+                    fresh = (done + pending, True)
+            self._fresh[m.name] = fresh
+            return fresh
+
+
+class TerminalProgress(_Totals):
     """One updating line on a terminal: rows done / remaining / rate / ETA."""
 
     def __init__(self, stream: TextIO, interval: float = 0.2):
+        super().__init__()
         self.stream = stream
         self.interval = interval
         self.started = time.monotonic()
@@ -155,11 +189,15 @@ class TerminalProgress:
             return
         self._shown = now
         done = sum(m.migrated + m.stuck for m in reports)
-        total = sum(m.remaining_before or 0 for m in reports)
-        remaining = max(total - done, 0)
+        totals = [self.total(m, m.migrated + m.stuck) for m in reports]
         rate = done / max(now - self.started, 1e-6)
-        eta = f"{remaining / rate:.0f} s" if rate > 0 else "?"
-        line = f"{done:,} done, {remaining:,} remaining, {rate:,.0f} rows/s, ETA {eta}"
+        if all(t is not None for t in totals):
+            remaining = max(sum(t[0] for t in totals) - done, 0)
+            about = "~" if any(t[1] for t in totals) else ""
+            eta = f"{remaining / rate:,.0f} s" if rate > 0 else "?"
+            line = f"{done:,} done, {about}{remaining:,} remaining, {rate:,.0f} rows/s, ETA {eta}"
+        else:
+            line = f"{done:,} done, {rate:,.0f} rows/s, ETA ?"
         if current:
             line += f" [{current}]"
         self.stream.write("\r" + line.ljust(self._width))
@@ -172,39 +210,57 @@ class TerminalProgress:
             self.stream.flush()
 
 
-class LineProgress:
-    """Progress for logs (not a terminal): every *interval* seconds, one line per migration that
-    has work: rows done of its total, rows/s and ETA, with thousands separators."""
+class LineProgress(_Totals):
+    """Progress for logs (not a terminal): every *interval* seconds, one line per migration
+    under way: rows done of its total, rows/s and ETA, with thousands separators.  A migration
+    with nothing to do, or whose walk has ended (its line said so once), is not repeated."""
 
     def __init__(self, stream: TextIO, interval: float = 5.0, label: str = "online_data_migrations"):
+        super().__init__()
         self.stream, self.interval, self.label = stream, interval, label
         self._shown = time.monotonic()
         self._first: dict[str, tuple[float, int]] = {}  # name -> (when, rows) first seen
+        self._last: dict[str, int] = {}  # name -> rows done its last line said
 
     def _line(self, m: MigrationReport, now: float) -> str:
         done = m.migrated + m.stuck
-        since, rows_then = self._first.setdefault(m.name, (now, done))
+        since, rows_then = self._first.get(m.name, (now, done))
         rate = (done - rows_then) / (now - since) if now > since else 0.0
         line = f"{self.label}: {m.name}: {done:,}"
-        if m.remaining_before:
-            remaining = max(m.remaining_before - done, 0)
-            about = "~" if m.remaining_before_estimated else ""
-            line += f" of {about}{m.remaining_before:,} rows ({100.0 * done / m.remaining_before:.1f}%)"
-            eta = f"{remaining / rate:,.0f} s" if rate > 0 else "?"
+        total = self.total(m, done)
+        if total is not None and total[0]:
+            remaining = total[0] - done
+            about = "~" if total[1] else ""
+            line += f" of {about}{total[0]:,} rows ({100.0 * done / total[0]:.1f}%)"
+            eta = f"{remaining / rate:,.0f} s" if rate > 0 else "0 s" if not remaining else "?"
         else:
             line += " rows"
             eta = "?"
         return line + f", {rate:,.0f} rows/s, ETA {eta}"
 
+    def _under_way(self, m: MigrationReport, current: str) -> bool:
+        """Whether *m* gets a line: started, with work, and something new to say."""
+        if m.state in (ledger.COMPLETE, ledger.INAPPLICABLE) and m.name != current:
+            return False
+        done = m.migrated + m.stuck
+        if m.remaining_before is None or (m.remaining_before == 0 and not done):
+            return False  # not started yet, or nothing to do
+        if self._last.get(m.name) == done:
+            return False  # said already: its walk has ended (a last batch found nothing) or waits
+        return True
+
     def update(self, reports: list[MigrationReport], current: str = "", force: bool = False) -> None:
         now = time.monotonic()
-        for m in reports:  # the rate of each migration counts from when it was first seen
-            self._first.setdefault(m.name, (now, m.migrated + m.stuck))
+        for m in reports:  # the rate of each migration counts from its first batch (not its wait for a turn)
+            if m.migrated + m.stuck:
+                self._first.setdefault(m.name, (now, m.migrated + m.stuck))
         if not force and now - self._shown < self.interval:
             return
         self._shown = now
-        lines = [self._line(m, now) for m in reports
-                 if m.state not in (ledger.COMPLETE, ledger.INAPPLICABLE) or m.name == current]
+        shown = [m for m in reports if self._under_way(m, current)]
+        lines = [self._line(m, now) for m in shown]
+        for m in shown:
+            self._last[m.name] = m.migrated + m.stuck
         if lines:
             self.stream.write("\n".join(lines) + "\n")
             self.stream.flush()

@@ -573,6 +573,9 @@ class _Walk:
         without counting what remains (the operator asked us to stop)."""
         if self.finalized:
             return
+        if self.walked_to_end and self.report.state == ledger.RUNNING:
+            self.finish(engine)  # its walk had ended before the stop: what it is, not "interrupted"
+            return
         self.finalized = True
         report = self.report
         if report.state not in (ledger.ERROR, ledger.INAPPLICABLE):
@@ -745,7 +748,7 @@ LIMITS = {"batch_size": 10_000_000, "batch_seconds": 3600.0, "sleep": 3600.0, "w
 
 
 def validate(options: RunOptions) -> None:
-    """A one-line usage error (exit 127) for an option out of range, before any work."""
+    """A one-line usage error (exit 2) for an option out of range, before any work."""
     def bad(name: str, value: Any, low: float, strict: bool = True) -> bool:
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
         return not number or not math.isfinite(value) or value < low or (strict and value == low) \

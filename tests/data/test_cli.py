@@ -45,7 +45,7 @@ def test_json_output_and_exit_codes(project_dir, db_url, db_engine):
     for bad in (["--batch-size", "0"], ["--batch-seconds", "-1"], ["--max-count", "x"], ["--migration", "nope"], ["--option", "copy_items"],
                 ["--option", "copy_items_logged.nope=1"]):
         proc = run_dbsync(project_dir, db_url, "online_data_migrations", *bad)
-        assert proc.returncode == 127, (bad, proc.stderr)
+        assert proc.returncode == 2, (bad, proc.stderr)
         assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
 
 
@@ -168,7 +168,7 @@ def test_bad_numbers_are_usage_errors_before_any_work(project_dir, db_url, db_en
     if not sa.inspect(db_engine).has_table("items"):  # hypothesis reuses the database between examples
         create_schema(db_engine, rows=50)
     proc = run_dbsync(project_dir, db_url, "online_data_migrations", f"{option}={value}")
-    assert proc.returncode == 127, (option, value, proc.stdout, proc.stderr)
+    assert proc.returncode == 2, (option, value, proc.stdout, proc.stderr)
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert migrated_rows(db_engine) == 0
     with db_engine.connect() as conn:
@@ -179,12 +179,12 @@ def test_bad_numbers_are_usage_errors_before_any_work(project_dir, db_url, db_en
 @pytest.mark.parametrize("argv", [["online_data_migrations", "--bogus"], ["online_data_migrations", "extra"],
                                   ["online_data_migrations", "--max-count=3", "--no-such-option=1"],
                                   ["--no-such-global", "online_data_migrations"]])
-def test_unknown_options_exit_127_as_documented(project_dir, db_url, db_engine, argv):
+def test_unknown_options_exit_2_as_documented(project_dir, db_url, db_engine, argv):
     create_schema(db_engine, rows=10)
     proc = run_dbsync(project_dir, db_url, *argv)
-    assert proc.returncode == 127, proc.stderr
+    assert proc.returncode == 2, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "unrecognized arguments" in proc.stderr
     assert migrated_rows(db_engine) == 0
     from migrations_policy.cli import DBSYNC_COMMANDS
     [spec] = [s for s in DBSYNC_COMMANDS if s.name == "online_data_migrations"]
-    assert spec.usage_exit_code == 127 and spec.exit_codes[127] == "invalid arguments (unknown option, bad value)"
+    assert spec.usage_exit_code == 2 and 127 not in spec.exit_codes and "invalid arguments" in spec.exit_codes[2]

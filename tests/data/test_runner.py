@@ -184,7 +184,7 @@ def test_options_selection_and_usage_errors(db_engine):
                 RunOptions(max_count=0)):
         with pytest.raises(UsageError) as info:
             run(db_engine, registry, bad)
-        assert info.value.exit_code == 127
+        assert info.value.exit_code == 2
 
 
 def test_run_last_waits_and_missing_columns_are_inapplicable(db_engine):

@@ -139,6 +139,6 @@ def test_a_contract_that_drops_a_column_under_a_live_sync_trigger_is_refused(exp
     for column in (("extra", "name") if forgotten == "both" else (forgotten,)):
         assert f"drops nodes.{column} while sync trigger" in err
     assert {"extra", "name"} <= expanded.columns("nodes")
-    assert expanded.dbsync("upgrade", "--contract", "--force") == 4  # a defect, not forceable
+    assert expanded.dbsync("upgrade", "--contract", "--force", "--reason", "x") == 4  # a defect, not forceable
     with expanded.engine.begin() as conn:  # writes still work
         conn.execute(sa.text("UPDATE nodes SET extra = 'x' WHERE id = 1"))

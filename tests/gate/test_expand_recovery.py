@@ -284,12 +284,12 @@ def test_a_trigger_statement_that_was_running_when_the_run_died_counts_as_done_o
         assert code == 0, err
         assert proj.heads() == ["r2_expand"] and proj.journal() == []
 
-        code, _, err = dbsync(proj, capsys, "rollback", "--force")
+        code, _, err = dbsync(proj, capsys, "rollback", "--force", "--reason", "recovery test")
         assert code == 2 and "no_such_function" in error_line(err)
         assert proj.journal() == [(-2, "done"), (-1, "done")]
         interrupted_inside(-2)
         proj.write_expand(up, downgrade=down)
-        code, _, err = dbsync(proj, capsys, "rollback", "--force")
+        code, _, err = dbsync(proj, capsys, "rollback", "--force", "--reason", "recovery test")
         assert code == 0, err
         assert proj.heads() == ["r1_release1"] and proj.columns("books") == ["id", "title"]
     finally:

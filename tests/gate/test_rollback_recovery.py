@@ -170,13 +170,13 @@ def test_sqlite_revision_that_fails_half_way_leaves_nothing_behind_in_either_dir
                           downgrade=f'op.drop_column("books", "isbn")\n{failing}')
         code, _, err = dbsync(proj, capsys, "upgrade", "--expand")
         assert code == 0, err
-        code, _, err = dbsync(proj, capsys, "rollback", "--force")
+        code, _, err = dbsync(proj, capsys, "rollback", "--force", "--reason", "recovery test")
         assert code == 2 and "no_such_function" in error_line(err)
         assert proj.heads() == ["r2_expand"] and proj.columns("books") == ["id", "title", "isbn"]
 
         proj.write_expand('op.add_column("books", sa.Column("isbn", sa.String(20)))',
                           downgrade='op.drop_column("books", "isbn")')
-        code, _, err = dbsync(proj, capsys, "rollback", "--force")
+        code, _, err = dbsync(proj, capsys, "rollback", "--force", "--reason", "recovery test")
         assert code == 0, err
         assert proj.heads() == ["r1_release1"] and proj.columns("books") == ["id", "title"]
     finally:

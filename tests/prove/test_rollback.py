@@ -149,7 +149,7 @@ def test_rollback_is_refused_once_the_contract_ran(tmp_path, db_url, backend, ca
         assert app.dbsync("rollback", "--dry-run") == 4
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "nothing to roll back" in err and "r3_drop_extra_name" in err
-        assert app.dbsync("rollback", "--force") == 4
+        assert app.dbsync("rollback", "--force", "--reason", "x") == 4
         assert "r3_drop_extra_name" in app.heads()
     finally:
         app.engine.dispose()
