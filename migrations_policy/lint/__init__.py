@@ -247,6 +247,7 @@ def run(
     phases: dict[Path, str] | None = None,
     include_baseline: bool = False,
     replay=None,
+    jobs: int | None = None,
 ) -> LintReport:
     """Lint *paths*; *phases* may pin the phase of given files (``dbsync lint`` knows them).
 
@@ -303,7 +304,7 @@ def run(
         else:
             from migrations_policy.lint.parallel import analyse_all
 
-            analysis = analyse_all(missing, options)
+            analysis = analyse_all(missing, options, jobs)
         analysed = iter(enumerate(analysis.hits))
         for index, (message, trace) in sorted(analysis.internal.items()):
             report.internal.append((str(missing[index][0]), message, trace))

@@ -54,7 +54,10 @@ class Analysis:
     modules: dict[int, list] = field(default_factory=dict)
 
 
-def jobs() -> int:
+def jobs(given: int | None = None) -> int:
+    """*given* (``lint --jobs N``), else ``$MIGRATIONS_POLICY_LINT_JOBS``, else the CPUs this process may use."""
+    if given:
+        return max(1, int(given))
     value = os.environ.get(ENV, "").strip()
     if value.isdigit() and int(value) > 0:
         return int(value)
@@ -202,7 +205,7 @@ def _describe(status: int) -> str:
     return f"exited with status {status}"
 
 
-def analyse_all(tasks: list[tuple[Path, str]], options: Options) -> Analysis:
+def analyse_all(tasks: list[tuple[Path, str]], options: Options, workers: int | None = None) -> Analysis:
     hits: list[list[list] | None] = [None] * len(tasks)
     analysis = Analysis(hits)  # type: ignore[arg-type]
 
@@ -213,7 +216,7 @@ def analyse_all(tasks: list[tuple[Path, str]], options: Options) -> Analysis:
         if modules:
             analysis.modules[index] = list(modules)
 
-    workers = 1 if options.url else max(1, min(jobs(), len(tasks)))
+    workers = 1 if options.url else max(1, min(jobs(workers), len(tasks)))
     todo = [(i, path, phase) for i, (path, phase) in enumerate(tasks)]
     while todo:
         before = len(todo)
