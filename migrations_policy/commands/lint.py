@@ -85,7 +85,8 @@ def lint(paths: list[str], *, phase: str | None = None, dialects: list[str] | No
         target, url = Target(url=url, server=scratch_server), None
     try:
         report = linter.run(paths, phase=phase, dialects=dialects or None, settings=settings, url=url, phases=phases,
-                            include_baseline=include_baseline, replay=target, jobs=jobs)
+                            include_baseline=include_baseline, replay=target, jobs=jobs,
+                            ini=str(project.alembic_ini) if project is not None else None)
     except PolicyError:
         raise
     except Exception as exc:  # noqa: BLE001 - a bug of the linter: one line, the traceback on request
