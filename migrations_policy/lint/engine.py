@@ -207,14 +207,15 @@ def _apply_ignores(source: str, hits: list[Hit]) -> list[Hit]:
     return sorted(kept, key=lambda h: (h.line, h.code))
 
 
-def analyse(path: Path, phase: str, options: Options, source: str | None = None, record=None) -> list[Hit]:
+def analyse(path: Path, phase: str, options: Options, source: str | None = None, record=None,
+            code=None) -> list[Hit]:
     """Every finding of the script at *path* linted as *phase* (see module docstring).
 
     *record* replaces how ``upgrade()`` is recorded (``lint --replay`` runs it on a database): called as
     ``record(module, source, upgrade, path, options, hits, dependent)``, it returns ``{dialect: ops}``."""
     try:
         source = read_source(path) if source is None else source
-        code = compile_script(source, path)
+        code = compile_script(source, path) if code is None else code  # *code*: compiled by the caller
         hits: list[Hit] = []
         from migrations_policy.lint.missing import Notes
         from migrations_policy.lint.recorder import recording

@@ -252,10 +252,15 @@ def _is_module(name: str) -> bool:
 
 def is_plain(source: str, tree: ast.Module | None = None) -> bool:
     """Whether the script of *source* is plain (see the module docstring)."""
+    return plain_tree(source, tree) is not None
+
+
+def plain_tree(source: str, tree: ast.Module | None = None, filename: str = "<unknown>") -> ast.Module | None:
+    """The syntax tree of *source* when the script is plain, else None (parsed once: the engine compiles it)."""
     if len(source) > MAX_BYTES:
-        return False
+        return None
     try:
-        tree = tree or ast.parse(source)
-        return _Check().module(tree)
+        tree = tree or ast.parse(source, filename)
+        return tree if _Check().module(tree) else None
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
+        return None

@@ -383,23 +383,26 @@ def start(job: dict):
     return options
 
 
-def _plain(path: str, options) -> bool:
-    """Whether the worker analyses *path* itself (``lint.plain``): no plugin is configured (a custom operation
-    runs the project's code) and the script can only call alembic operations with literal arguments."""
+def _plain(path: str, options):
+    """``(source, code)`` when the worker analyses *path* itself (``lint.plain``): no plugin is configured
+    (a custom operation runs the project's code) and the script can only call alembic operations with literal
+    arguments; else None."""
     if options.plugins.configured or options.plugins.found:
-        return False
-    from migrations_policy.lint.plain import MAX_BYTES, is_plain
+        return None
+    from migrations_policy.lint.plain import MAX_BYTES, plain_tree
 
     try:
         with open(path, "rb") as fh:
             data = fh.read(MAX_BYTES + 1)
-        return is_plain(data.decode("utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return False
+        source = data.decode("utf-8-sig")
+        tree = plain_tree(source, filename=path)
+        return None if tree is None else (source, compile(tree, path, "exec", dont_inherit=True))
+    except (OSError, UnicodeDecodeError, ValueError, SyntaxError, RecursionError, MemoryError):
+        return None
 
 
-#: (path, sha256) of the modules imported before the first fork (``_preimport``): none is local, so none
-#: is a dependency of a script's cache entry; kept for symmetry with ``_PLUGIN_MODULES``.
+#: The names of the installed modules imported before the first fork (``_preimport``): none is local, so
+#: none is a dependency of a script's cache entry.
 _PREIMPORTED: list[str] = []
 
 
@@ -468,12 +471,16 @@ def _preimport(tasks, options) -> None:
         signal.signal(signal.SIGALRM, signal.SIG_DFL)
 
 
-def _in_worker(index: int, path: str, phase: str, options) -> tuple | None:
+def _in_worker(path: str, phase: str, options, source: str, code) -> tuple | None:
     """The verdict of a plain script analysed here, as a child would send it; None on any surprise (a child
     analyses it then)."""
+    from pathlib import Path
+
+    from migrations_policy.lint.engine import analyse
+
     try:
-        hits, judged = _analyse(path, phase, options)
-        return hits, None, [], judged
+        hits = analyse(Path(path), phase, options, source=source, code=code)
+        return [hit.to_list() for hit in hits], None, [], True
     except BaseException:  # noqa: BLE001 - isolated in a child instead
         return None
 
@@ -484,11 +491,11 @@ def serve(job: dict) -> None:
         return
     workers = max(1, job["workers"])
     parent = os.getppid()
-    pending = deque(job["tasks"])
-    plain = deque(task for task in job["tasks"] if _plain(task[1], options))
-    if plain:
-        chosen = {task[0] for task in plain}
-        pending = deque(task for task in pending if task[0] not in chosen)
+    pending: deque = deque()
+    plain: deque = deque()
+    for task in job["tasks"]:
+        found = _plain(task[1], options)
+        (pending if found is None else plain).append(task if found is None else (*task, *found))
     if pending:
         import gc
 
@@ -506,8 +513,8 @@ def serve(job: dict) -> None:
             child = _start(index, path, phase, options)
             running[child.pid] = child
         if plain:  # while the children run: one plain script here, then a look at the children
-            index, path, phase = plain.popleft()
-            verdict = _in_worker(index, path, phase, options)
+            index, path, phase, source, code = plain.popleft()
+            verdict = _in_worker(path, phase, options, source, code)
             if verdict is None:
                 pending.append((index, path, phase))
             else:
