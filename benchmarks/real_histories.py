@@ -105,8 +105,15 @@ def _lint(tree: Path, cwd: Path, jobs: int, dialects: list[str], timeout: float,
 
 
 def _measure(tree: Path, root: Path, scripts: list[Path], args, python: str) -> tuple[dict | None, list, list[str]]:
-    """Cold then warm (a fresh cache directory), and with --compare-jobs cold with 1 and 2 workers."""
+    """Cold then warm (a fresh cache directory), and with --compare-jobs cold with 1 and 2 workers.
+
+    Without the dependencies the run's directory is the extracted wheel (the project's own package imports from
+    there, as in its checkout, its dependencies do not); with them (*python* is not this interpreter), an empty
+    directory: the project and its dependencies import from that virtualenv."""
     import tempfile
+
+    if python != sys.executable:
+        root = Path(tempfile.mkdtemp(prefix="mp-real-cwd-"))
 
     with tempfile.TemporaryDirectory(prefix="mp-real-cache-") as cache:
         cold = _lint(tree, root, 2, args.dialect or [], args.timeout, cache, python)

@@ -231,8 +231,12 @@ def analyse(path: Path, phase: str, options: Options, source: str | None = None,
             dependent = bool(_DIALECT_DEPENDENT.search(source)) or bool(notes.failed)
             if record is None:
                 results = _record_all(module, source, upgrade, path, options, hits, dependent, notes)
-            else:
-                results = record(module, source, upgrade, path, options, hits, dependent)
+            else:  # lint --replay: what could not be imported raises when used (missing.MissingError)
+                notes.strict = True
+                try:
+                    results = record(module, source, upgrade, path, options, hits, dependent)
+                finally:
+                    notes.strict = False
     except LoadError as exc:
         return [Hit(exc.line, UNLOADABLE, str(exc))]
     except RecursionError:

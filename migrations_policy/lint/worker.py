@@ -464,6 +464,13 @@ def _preimport(tasks, options) -> None:
                     raise
                 except BaseException:  # noqa: BLE001 - the child meets it again and reports it
                     continue
+            if _PREIMPORTED:  # the models they define: mapped once here, not on first use in every child
+                from sqlalchemy.orm import configure_mappers
+
+                try:
+                    configure_mappers()
+                except Exception:  # noqa: BLE001 - a child meets it again where a script uses them
+                    pass
     except TimeoutError:
         pass
     finally:
