@@ -1,21 +1,27 @@
-"""Lint the alembic histories of real projects, as published in their wheels (issue 13).
+"""Lint the alembic histories of real projects, as published in their wheels (issues 13, 28).
 
     python benchmarks/real_histories.py [--cache DIR] [--project NAME ...] [--dialect D ...] [--timeout S]
+                                        [--with-deps PYTHON] [--compare-jobs]
 
 Downloads each project's wheel (``pip download --no-deps``) into the cache directory
 (default ``$XDG_CACHE_HOME/migrations_policy/real_histories`` or ``~/.cache/...``),
 extracts it there, finds its alembic version directories (``versions/`` holding
 ``revision =`` scripts) and lints each whole tree with ``migrations-policy lint``
-in a fresh process, once with one worker and once with two (cache off).  Checks, per tree:
+in a fresh process: cold (an empty cache) and warm (the cache of the cold run), and with
+``--compare-jobs`` once more cold with one worker against two.  ``--with-deps PYTHON``: the
+same runs again with the interpreter of a virtualenv where the projects (and so their
+dependencies) are installed -- e.g. ``pip install mlflow-skinny dagster`` and this checkout --
+for the "with deps" columns.  Checks, per tree:
 
 * no crash: the exit code is 0, 1 or 2 (never 3, the linter's internal error) and the
   JSON report parses;
 * no hang: each run finishes within ``--timeout`` seconds;
 * every file a verdict: the report counts as many files as the tree has scripts
   declaring ``revision =`` (none skipped);
-* the same report with one and two workers.
+* the same report cold and warm (and with one and two workers).
 
-Prints per tree: scripts, MP000 and MP001 counts, total findings, the time of each run,
+Prints per tree: scripts, MP000 and MP001 counts, the MP000 rate, total findings, the cold
+time per script and the warm time, without and with the dependencies; the total MP000 rate;
 and the most frequent MP000 reasons.  Exits 1 if a check failed.  Nothing downloaded is
 committed anywhere: it stays in the cache directory.
 """
@@ -33,8 +39,7 @@ import time
 import zipfile
 from pathlib import Path
 
-PROJECTS = ["neutron", "keystone", "glance", "nova", "manila", "octavia", "ironic", "cinder", "mlflow",
-            "apache-airflow-core"]
+PROJECTS = ["apache-superset", "ckan", "dagster", "mlflow-skinny", "neutron", "apache-airflow-core"]
 _REVISION = re.compile(r"^revision\s*(?::[^=\n]+)?=", re.MULTILINE)
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -79,10 +84,11 @@ def _scripts(tree: Path) -> list[Path]:
             if "__pycache__" not in p.parts and _REVISION.search(p.read_text(encoding="utf-8", errors="replace"))]
 
 
-def _lint(tree: Path, cwd: Path, jobs: int, dialects: list[str], timeout: float) -> tuple[dict | None, float, str]:
-    env = {**os.environ, "MIGRATIONS_POLICY_LINT_JOBS": str(jobs), "MIGRATIONS_POLICY_CACHE_DIR": "off",
+def _lint(tree: Path, cwd: Path, jobs: int, dialects: list[str], timeout: float, cache: str = "off",
+          python: str = sys.executable) -> tuple[dict | None, float, str]:
+    env = {**os.environ, "MIGRATIONS_POLICY_LINT_JOBS": str(jobs), "MIGRATIONS_POLICY_CACHE_DIR": cache,
            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    command = [sys.executable, "-m", "migrations_policy.cli", "lint", "--format", "json",
+    command = [python, "-m", "migrations_policy.cli", "lint", "--format", "json",
                *[arg for d in dialects for arg in ("--dialect", d)], str(tree)]
     start = time.monotonic()
     try:
@@ -98,47 +104,86 @@ def _lint(tree: Path, cwd: Path, jobs: int, dialects: list[str], timeout: float)
         return None, elapsed, f"CRASH: no JSON report (exit {proc.returncode}): {proc.stderr.strip()[-300:]}"
 
 
+def _measure(tree: Path, root: Path, scripts: list[Path], args, python: str) -> tuple[dict | None, list, list[str]]:
+    """Cold then warm (a fresh cache directory), and with --compare-jobs cold with 1 and 2 workers.
+
+    Without the dependencies the run's directory is the extracted wheel (the project's own package imports from
+    there, as in its checkout, its dependencies do not); with them (*python* is not this interpreter), an empty
+    directory: the project and its dependencies import from that virtualenv."""
+    import tempfile
+
+    if python != sys.executable:
+        root = Path(tempfile.mkdtemp(prefix="mp-real-cwd-"))
+
+    with tempfile.TemporaryDirectory(prefix="mp-real-cache-") as cache:
+        cold = _lint(tree, root, 2, args.dialect or [], args.timeout, cache, python)
+        warm = _lint(tree, root, 2, args.dialect or [], args.timeout, cache, python)
+    runs = [cold, warm]
+    problems = [problem for _, _, problem in runs if problem]
+    report = cold[0]
+    if not problems and cold[0] != warm[0]:
+        problems.append("DIFFERENT results cold and warm")
+    if args.compare_jobs and not problems:
+        one = _lint(tree, root, 1, args.dialect or [], args.timeout, "off", python)
+        if one[2] or one[0] != report:
+            problems.append(one[2] or "DIFFERENT results with 1 and 2 workers")
+    if report is not None and report["files"] != len(scripts):
+        problems.append(f"{len(scripts) - report['files']} script(s) without a verdict")
+    return report, runs, problems
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cache", help="where wheels are downloaded and extracted")
     parser.add_argument("--project", action="append", help=f"project to lint (default: {' '.join(PROJECTS)})")
     parser.add_argument("--dialect", action="append", help="dialects (default: the linter's, all three)")
     parser.add_argument("--timeout", type=float, default=900, help="seconds a run may take before it is a hang")
+    parser.add_argument("--with-deps", metavar="PYTHON",
+                        help="also lint with this interpreter (a virtualenv where the projects are installed)")
+    parser.add_argument("--compare-jobs", action="store_true", help="also check 1 worker gives what 2 give")
     args = parser.parse_args(argv)
     cache = _cache_dir(args.cache)
     (cache / "wheels").mkdir(parents=True, exist_ok=True)
+    print(f"wheels and extracted trees in {cache}")
+    pythons = [("no deps", sys.executable)] + ([("with deps", args.with_deps)] if args.with_deps else [])
     failures = 0
-    header = f"{'tree':58} {'scripts':>7} {'MP000':>5} {'MP001':>5} {'findings':>8} {'1 job s':>7} {'2 jobs s':>8}  checks"
+    header = (f"{'tree':44} {'deps':9} {'scripts':>7} {'MP000':>5} {'MP000%':>6} {'MP001':>5} {'findings':>8} "
+              f"{'cold s':>7} {'ms/script':>9} {'warm s':>6}  checks")
     print(header)
     reasons_by_tree = {}
+    totals = {label: [0, 0, 0.0] for label, _ in pythons}  # scripts, MP000, cold seconds
     for project in args.project or PROJECTS:
         wheel = _wheel(project, cache / "wheels")
         if wheel is None:
-            print(f"{project:58} (no wheel downloaded)")
+            print(f"{project:44} (no wheel downloaded)")
             continue
         root = _extract(wheel, cache / "extracted")
         for tree in _trees(root):
             scripts = _scripts(tree)
-            runs = [_lint(tree, root, jobs, args.dialect or [], args.timeout) for jobs in (1, 2)]
-            problems = [problem for _, _, problem in runs if problem]
-            report = runs[0][0]
-            if not problems and runs[0][0] != runs[1][0]:
-                problems.append("DIFFERENT results with 1 and 2 workers")
-            if report is not None and report["files"] != len(scripts):
-                problems.append(f"{len(scripts) - report['files']} script(s) without a verdict")
-            codes = collections.Counter(f["code"] for f in (report or {"findings": []})["findings"])
             name = str(tree.relative_to(root.parent))
-            print(f"{name[-58:]:58} {len(scripts):7} {codes['MP000']:5} {codes['MP001']:5} "
-                  f"{sum(codes.values()):8} {runs[0][1]:7.1f} {runs[1][1]:8.1f}  {'; '.join(problems) or 'ok'}")
-            failures += bool(problems)
-            if report:
-                reasons = collections.Counter(f["message"][:110]
-                                              for f in report["findings"] if f["code"] == "MP000")
-                reasons_by_tree[name] = reasons.most_common(3)
+            for label, python in pythons:
+                report, runs, problems = _measure(tree, root, scripts, args, python)
+                codes = collections.Counter(f["code"] for f in (report or {"findings": []})["findings"])
+                unloadable = len({f["path"] for f in (report or {"findings": []})["findings"] if f["code"] == "MP000"})
+                rate = 100.0 * unloadable / max(1, len(scripts))
+                print(f"{name[-44:]:44} {label:9} {len(scripts):7} {unloadable:5} {rate:6.1f} {codes['MP001']:5} "
+                      f"{sum(codes.values()):8} {runs[0][1]:7.1f} {1000 * runs[0][1] / max(1, len(scripts)):9.0f} "
+                      f"{runs[1][1]:6.2f}  {'; '.join(problems) or 'ok'}", flush=True)
+                failures += bool(problems)
+                totals[label][0] += len(scripts)
+                totals[label][1] += unloadable
+                totals[label][2] += runs[0][1]
+                if report:
+                    reasons = collections.Counter(f["message"][:110]
+                                                  for f in report["findings"] if f["code"] == "MP000")
+                    reasons_by_tree[f"{name} ({label})"] = reasons.most_common(3)
+    for label, (scripts, unloadable, seconds) in totals.items():
+        print(f"total {label}: {scripts} scripts, MP000 {unloadable} ({100.0 * unloadable / max(1, scripts):.1f}%), "
+              f"cold {seconds:.1f} s ({1000 * seconds / max(1, scripts):.0f} ms per script)")
     print("\nmost frequent MP000 reasons:")
     for name, reasons in reasons_by_tree.items():
         for reason, count in reasons:
-            print(f"  {name.split('/')[0][:30]:30} {count:4}  {reason}")
+            print(f"  {name.split('/')[0][:40]:40} {count:4}  {reason}")
     return 1 if failures else 0
 
 

@@ -127,6 +127,9 @@ def _configure_lint(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ignore", action="append", metavar="CODES", help="do not report these codes or prefixes")
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings (3 stays 3)")
     parser.add_argument("--statistics", action="store_true", help="print the number of findings per code instead")
+    parser.add_argument("-j", "--jobs", type=_number(int), metavar="N",
+                        help="scripts analysed at once (default: $MIGRATIONS_POLICY_LINT_JOBS, else the CPUs "
+                             "this process may use)")
     _add_include_baseline(parser)
 
 
@@ -152,7 +155,8 @@ DEVELOPER_COMMANDS.append(CommandSpec(
     lambda args: lint_command.lint(args.paths, phase=args.phase, dialects=args.dialects, config_file=args.config,
                                    url=args.url, debug=args.debug, select=args.select, ignore=args.ignore,
                                    exit_zero=args.exit_zero, statistics=args.statistics, replay=args.replay,
-                                   scratch_server=args.scratch_server, include_baseline=args.include_baseline),
+                                   scratch_server=args.scratch_server, include_baseline=args.include_baseline,
+                                   jobs=args.jobs),
     description=_LINT_DESCRIPTION,
     exit_codes=LINT_EXIT_CODES,
 ))
@@ -164,6 +168,21 @@ DBSYNC_ALSO.append(CommandSpec(
                                    include_baseline=args.include_baseline),
     description=_LINT_DESCRIPTION + " Lints every script of the alembic ini's version locations.",
     exit_codes=LINT_EXIT_CODES,
+))
+
+
+def _configure_rule(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("code", metavar="CODE", help="a rule code, e.g. MP104")
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+
+
+DEVELOPER_COMMANDS.append(CommandSpec(
+    "rule",
+    "print a lint rule's page: what it flags, why, an example and what to do instead",
+    _configure_rule,
+    lambda args: lint_command.rule(args.code),
+    description="The page of rule CODE, as docs/rules/CODE.rst is generated from it.",
+    exit_codes={0: "the page was printed", 2: "unknown rule code (one line)"},
 ))
 
 

@@ -78,10 +78,11 @@ def run_for_project(project: Project, **options: Unpack[BatchOptions]) -> RunRep
         raise ConfigError(f"pending contract revisions require data migrations that no module declares: "
                           f"{'; '.join(missing)}; add the module that declares them to the data_migrations "
                           f"setting ({project.alembic_config.config_file_name})")
+    progress = options.get("progress")
     if progress is not None and hasattr(progress, "estimator"):
         progress.estimator = pending_now(project, registry)
     with sigterm_interrupts():
-        return run(project.engine, registry, run_options, progress=options.get("progress"))
+        return run(project.engine, registry, run_options, progress=progress)
 
 
 def pending_now(project: Project, registry: Registry) -> Any:

@@ -53,7 +53,7 @@ def lint(paths: list[str], *, phase: str | None = None, dialects: list[str] | No
          config_file: str | None = None, url: str | None = None, project: Project | None = None,
          debug: bool = False, select: list[str] | None = None, ignore: list[str] | None = None,
          exit_zero: bool = False, statistics: bool = False, include_baseline: bool = False, replay: bool = False,
-         scratch_server: str | None = None) -> LintResult:
+         scratch_server: str | None = None, jobs: int | None = None) -> LintResult:
     """Lint migration scripts (files or version directories); no database needed.
 
     Settings come from pyproject.toml / setup.cfg in the current directory (or the
@@ -64,6 +64,8 @@ def lint(paths: list[str], *, phase: str | None = None, dialects: list[str] | No
     """
     from migrations_policy import lint as linter
     from migrations_policy.core.config import load_settings
+
+    selected, ignored = _codes(select, "select"), _codes(ignore, "ignore")  # a usage error before any work
 
     settings = project.settings if project else load_settings(".", extra_file=config_file)
     phases = None
@@ -83,7 +85,8 @@ def lint(paths: list[str], *, phase: str | None = None, dialects: list[str] | No
         target, url = Target(url=url, server=scratch_server), None
     try:
         report = linter.run(paths, phase=phase, dialects=dialects or None, settings=settings, url=url, phases=phases,
-                            include_baseline=include_baseline, replay=target)
+                            include_baseline=include_baseline, replay=target, jobs=jobs,
+                            ini=str(project.alembic_ini) if project is not None else None)
     except PolicyError:
         raise
     except Exception as exc:  # noqa: BLE001 - a bug of the linter: one line, the traceback on request
@@ -97,13 +100,58 @@ def lint(paths: list[str], *, phase: str | None = None, dialects: list[str] | No
         print(f"lint: internal error while analysing {printable_path(path)}: {printable(message)}", file=sys.stderr)
         if debug:
             print(trace, file=sys.stderr)
-    report.select(_codes(select), _codes(ignore))
+    report.select(selected, ignored)
     exit_code = report.exit_code
     if exit_zero and exit_code != INTERNAL_ERROR:
         exit_code = 0
     return LintResult(exit_code=exit_code, report=report, show_statistics=statistics)
 
 
-def _codes(values: list[str] | None) -> list[str]:
-    """``--select MP101,MP1 --select MP2`` -> ["MP101", "MP1", "MP2"] (upper-cased, empty parts dropped)."""
-    return [code.strip().upper() for value in values or () for code in value.split(",") if code.strip()]
+def _codes(values: list[str] | None, option: str) -> list[str]:
+    """``--select MP101,MP1 --select MP2`` -> ["MP101", "MP1", "MP2"] (upper-cased, empty parts dropped);
+    a code or prefix that names no rule is a ``UsageError`` (a typo would silently select nothing)."""
+    from migrations_policy.lint.adoption import rule_codes
+
+    codes = [code.strip().upper() for value in values or () for code in value.split(",") if code.strip()]
+    known = rule_codes() if codes else []
+    for code in codes:
+        if not (code.startswith("MP") and len(code) > 2 and any(rule.startswith(code) for rule in known)):
+            raise UsageError(f"lint --{option}: unknown rule code {printable(code)!r} (known: {', '.join(known)}; "
+                             "a prefix such as MP1 selects every MP1xx)")
+    return codes
+
+
+@dataclass
+class RuleResult(Result):
+    """``migrations-policy rule CODE``: the rule's page (the text docs/rules/CODE.rst is generated from)."""
+
+    code: str = ""
+    name: str = ""
+    severity: str = ""
+    phases: tuple = ()
+    doc: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "name": self.name, "severity": self.severity, "phases": list(self.phases),
+                "doc": self.doc}
+
+    def text(self) -> str:
+        summary, _, body = self.doc.partition("\n")
+        import textwrap
+
+        return "\n".join([f"{self.code} {self.name}", summary.strip(), "",
+                          f"Default severity: {self.severity}", f"Phases: {', '.join(self.phases)}", "",
+                          textwrap.dedent(body).strip()])
+
+
+def rule(code: str) -> RuleResult:
+    """The page of rule *code* (case-insensitive); an unknown code is a ``UsageError``."""
+    from migrations_policy.lint import rules
+
+    wanted = code.strip().upper()
+    try:
+        found = rules.get(wanted)
+    except KeyError:
+        raise UsageError(f"rule: unknown rule code {printable(wanted)!r} (known: {', '.join(rules.codes())})") from None
+    return RuleResult(code=found.code, name=found.name, severity=found.severity, phases=tuple(found.phases),
+                      doc=found.doc)

@@ -25,6 +25,7 @@ from typing import Any
 from migrations_policy.policy import model as m
 from migrations_policy.policy.sql import from_sql
 from migrations_policy.lint.loader import is_local_file
+from migrations_policy.lint.missing import is_missing
 from migrations_policy.lint.recorder import Recording, recording
 
 MAX_DEPTH = 8
@@ -121,8 +122,15 @@ def _static_sql(node: ast.AST) -> str | None:
     return None
 
 
+class _Returned(Exception):
+    """A ``return`` reached on a path that certainly runs: the rest of the function does not."""
+
+
 class _Scanner:
     def __init__(self, module, tree: ast.Module, filename: str, rec: Recording):
+        #: > 0 while scanning code that may not run (a branch of an unknown test, an unknown loop's body):
+        #: a ``return`` there does not end the scan.
+        self.uncertain = 0
         self.globals = vars(module)
         self.filename = filename
         self.rec = rec
@@ -135,13 +143,25 @@ class _Scanner:
             return _UNKNOWN  # never computed with a placeholder: it would reach op calls and messages
         code = compile(ast.fix_missing_locations(ast.Expression(body=node)), self.filename, "eval")
         try:
-            return eval(code, {**self.globals, **env})  # noqa: S307 - the script's own expressions
+            value = eval(code, {**self.globals, **env})  # noqa: S307 - the script's own expressions
         except Exception:  # noqa: BLE001 - anything not computable offline is unknown
             return _UNKNOWN
+        return _UNKNOWN if is_missing(value) else value  # what could not be imported is unknown
 
     def run(self, fn: ast.FunctionDef, env: dict[str, Any], depth: int) -> None:
         if depth <= MAX_DEPTH:
-            self.block(fn.body, env, depth)
+            try:
+                self.block(fn.body, env, depth)
+            except _Returned:
+                pass
+
+    def maybe(self, body: list[ast.stmt], env: dict[str, Any], depth: int) -> None:
+        """Scan *body*, which may or may not run."""
+        self.uncertain += 1
+        try:
+            self.block(body, env, depth)
+        finally:
+            self.uncertain -= 1
 
     def block(self, body: list[ast.stmt], env: dict[str, Any], depth: int) -> None:
         for node in body:
@@ -177,15 +197,24 @@ class _Scanner:
             self.with_(node, env, depth)
         elif isinstance(node, ast.If):
             test = self.eval(node.test, env)
-            if test is _UNKNOWN:
-                self.block(node.body, env, depth)
-                self.block(node.orelse, env, depth)
-            else:
-                self.block(node.body if test else node.orelse, env, depth)
+            try:
+                known = None if test is _UNKNOWN else bool(test)
+            except Exception:  # noqa: BLE001 - a value whose truth cannot be told
+                known = None
+            if known is None:
+                self.maybe(node.body, env, depth)
+                self.maybe(node.orelse, env, depth)
+            else:  # a dialect guard (``if op.get_context().dialect.name != "sqlite": return``) is honoured
+                self.block(node.body if known else node.orelse, env, depth)
         elif isinstance(node, (ast.For, ast.AsyncFor)):
             self.for_(node, env, depth)
         elif isinstance(node, ast.While):
-            self.block(node.body, env, depth)
+            self.maybe(node.body, env, depth)
+        elif isinstance(node, ast.Return):
+            if node.value is not None and isinstance(node.value, ast.Call):
+                self.call(node.value, env, depth)  # return op.drop_column(...)
+            if not self.uncertain:
+                raise _Returned
         elif isinstance(node, ast.Try):
             self.block(node.body + node.orelse + node.finalbody, env, depth)
         elif isinstance(node, ast.FunctionDef):
@@ -199,7 +228,7 @@ class _Scanner:
             items = _UNKNOWN
         if items is _UNKNOWN or not items:
             self.bind(node.target, _UNKNOWN, env)
-            self.block(node.body, env, depth)
+            self.maybe(node.body, env, depth)
             return
         for item in items:
             self.bind(node.target, item, env)
@@ -339,7 +368,8 @@ class _Scanner:
             kinds.append(m.RENAME_COLUMN)
         if "type_" in kws:
             kinds.append(m.ALTER_TYPE)
-        if "nullable" in kws:
+        if "nullable" in kws and not (isinstance(kws["nullable"], ast.Constant) and "existing_nullable" in kws
+                                      and _const(kws["existing_nullable"]) is _const(kws["nullable"])):
             kinds.append(m.SET_NOT_NULL if _const(kws["nullable"]) is False else m.DROP_NOT_NULL)
         return [op.with_(kind=k) for k in kinds] or [op.with_(kind=m.OTHER)]
 
@@ -354,9 +384,9 @@ def _parameters(fn: ast.FunctionDef) -> dict[str, Any]:
     return {name: argument(name, op) for name in names}
 
 
-def scan(module, tree: ast.Module, dialect: str, filename: str) -> ScanResult:
+def scan(module, tree: ast.Module, dialect: str, filename: str, ini: str = "") -> ScanResult:
     """Record ``upgrade()`` of *module* from its source (see the module docstring)."""
-    with recording(dialect, filename, strict=True) as rec:
+    with recording(dialect, filename, strict=True, ini=ini) as rec:
         scanner = _Scanner(module, tree, filename, rec)
         upgrade = scanner.functions.get("upgrade")
         if upgrade is not None:

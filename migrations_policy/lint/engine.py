@@ -56,9 +56,12 @@ def _default_severity(code: str) -> str:
         return "error"
 
 
-def _record_all(module, source: str, upgrade, path: Path, options: Options, hits: list[Hit], dependent: bool):
+def _record_all(module, source: str, upgrade, path: Path, options: Options, hits: list[Hit], dependent: bool,
+                notes=None):
     from migrations_policy.lint import recorder
+    from migrations_policy.lint.missing import MissingError, Notes
 
+    notes = notes or Notes()
     filename = str(path)
     results: dict[str, list] = {}
     tree = None  # parsed only for the source fallback
@@ -67,11 +70,27 @@ def _record_all(module, source: str, upgrade, path: Path, options: Options, hits
             results[dialect] = next(iter(results.values()))
             continue
         executed = None  # what ran offline, when it ran but cannot be trusted alone
-        recording, exc = recorder.run_offline(upgrade, dialect, filename)
+        touched = len(notes.touched)
+        notes.strict = True
+        try:
+            recording, exc = recorder.run_offline(upgrade, dialect, filename, options.alembic_ini)
+        finally:
+            notes.strict = False
         if isinstance(exc, MemoryError):
             raise exc
+        dependent = dependent or recording.dialect_asked  # a helper may ask what the script does not mention
         _unknown_operations(recording, hits)
-        if exc is not None:
+        if isinstance(exc, ImportError) and not len(notes.touched) > touched:
+            # an import inside upgrade() of a package that is not installed: its source is read
+            line = line_in(exc, filename)
+            reason = f"upgrade() could not import what it needs ({one_line(exc)})"
+        elif len(notes.touched) > touched or isinstance(exc, MissingError):
+            # It used what its module could not import: what it did with it is unknown; its source is read.
+            line = line_in(exc, filename) if exc is not None else 0
+            used = notes.touched[touched] if len(notes.touched) > touched else "an object"
+            reason = (f"upgrade() uses {used}, which could not be imported or defined offline "
+                      f"({notes.describe() or 'not installed'})")
+        elif exc is not None:
             line = line_in(exc, filename)
             # After an (empty) inspection, the script's own error may come from the empty answers.
             if not (needs_database(exc) or recording.inspected or recording.mode_asked):
@@ -95,7 +114,7 @@ def _record_all(module, source: str, upgrade, path: Path, options: Options, hits
             from migrations_policy.lint import astscan  # only for scripts that cannot run offline
 
             tree = tree if tree is not None else ast.parse(source, filename)
-            scan = astscan.scan(module, tree, dialect, filename)
+            scan = astscan.scan(module, tree, dialect, filename, options.alembic_ini)
         except MemoryError:
             raise
         except Exception as scan_exc:  # noqa: BLE001 - the source could not be followed either
@@ -188,22 +207,36 @@ def _apply_ignores(source: str, hits: list[Hit]) -> list[Hit]:
     return sorted(kept, key=lambda h: (h.line, h.code))
 
 
-def analyse(path: Path, phase: str, options: Options, source: str | None = None, record=None) -> list[Hit]:
+def analyse(path: Path, phase: str, options: Options, source: str | None = None, record=None,
+            code=None) -> list[Hit]:
     """Every finding of the script at *path* linted as *phase* (see module docstring).
 
     *record* replaces how ``upgrade()`` is recorded (``lint --replay`` runs it on a database): called as
     ``record(module, source, upgrade, path, options, hits, dependent)``, it returns ``{dialect: ops}``."""
     try:
         source = read_source(path) if source is None else source
-        code = compile_script(source, path)
+        code = compile_script(source, path) if code is None else code  # *code*: compiled by the caller
         hits: list[Hit] = []
+        from migrations_policy.lint.missing import Notes
+        from migrations_policy.lint.recorder import recording
+
+        notes = Notes()
         with sandbox():
-            module = load_module(code, path)
+            # loaded as alembic loads it: alembic.context and alembic.op in place (context.config read at import)
+            with recording(options.dialects[0], str(path), ini=options.alembic_ini):
+                module = load_module(code, path, source, notes)
             upgrade = getattr(module, "upgrade", None)
             if not callable(upgrade):
                 raise LoadError("no upgrade() function in the script")
-            dependent = bool(_DIALECT_DEPENDENT.search(source))
-            results = (record or _record_all)(module, source, upgrade, path, options, hits, dependent)
+            dependent = bool(_DIALECT_DEPENDENT.search(source)) or bool(notes.failed)
+            if record is None:
+                results = _record_all(module, source, upgrade, path, options, hits, dependent, notes)
+            else:  # lint --replay: what could not be imported raises when used (missing.MissingError)
+                notes.strict = True
+                try:
+                    results = record(module, source, upgrade, path, options, hits, dependent)
+                finally:
+                    notes.strict = False
     except LoadError as exc:
         return [Hit(exc.line, UNLOADABLE, str(exc))]
     except RecursionError:

@@ -224,6 +224,8 @@ def run(
     phases: dict[Path, str] | None = None,
     include_baseline: bool = False,
     replay=None,
+    jobs: int | None = None,
+    ini: str | None = None,
 ) -> LintReport:
     """Lint *paths*; *phases* may pin the phase of given files (``dbsync lint`` knows them).
 
@@ -258,7 +260,11 @@ def run(
         dialects = (url_dialect,)
     resolver = PhaseResolver(files, headers, cache.header, listings)
     selection = _select(files, resolver, settings, include_baseline, cache)
+    from migrations_policy.lint.options import alembic_ini
+
+    ini_path, ini_sha = alembic_ini(ini)
     options = Options(dialects=dialects, postgresql_version=settings.postgresql_version,
+                      alembic_ini=ini_path, alembic_ini_sha=ini_sha,
                       timeout=getattr(settings, "lint_timeout", 10.0), url=url,
                       memory_limit=settings.lint_memory_limit,
                       plugins=plugins(settings.lint_plugins, selection.files, settings.source_of("lint_plugins"))
@@ -280,7 +286,7 @@ def run(
         else:
             from migrations_policy.lint.parallel import analyse_all
 
-            analysis = analyse_all(missing, options)
+            analysis = analyse_all(missing, options, jobs)
         analysed = iter(enumerate(analysis.hits))
         for index, (message, trace) in sorted(analysis.internal.items()):
             report.internal.append((str(missing[index][0]), message, trace))
@@ -294,7 +300,7 @@ def run(
             if index in analysis.internal:
                 hits = [[1, "MP000", f"internal error of the linter while analysing this script: "
                          f"{analysis.internal[index][0]} (please report it; --debug prints the traceback)", "", "error"]]
-            elif key and not any(hit[1] == "MP000" for hit in hits):
+            elif key and (index in analysis.judged or not any(hit[1] == "MP000" for hit in hits)):
                 cache.put(key, hits, analysis.modules.get(index, ()))
         name = str(path)
         if path in unreadable:

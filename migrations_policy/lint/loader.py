@@ -134,7 +134,10 @@ def sandbox() -> Iterator[None]:
         sys.path[:] = saved_path
 
 
-def load_module(code: types.CodeType, path: Path) -> types.ModuleType:
+def load_module(code: types.CodeType, path: Path, source: str | None = None, notes=None) -> types.ModuleType:
+    """The script's module.  With *notes* (a ``missing.Notes``) and *source*, a module whose top level raised
+    (an import that is not installed, a project module that fails) is loaded again statement by statement
+    (``missing.load_partially``): what failed is noted, the rest is defined; else the failure is a ``LoadError``."""
     # hash() of a str differs per process (PYTHONHASHSEED): a message naming the module would differ per run
     name = f"_migrations_policy_lint_{hashlib.sha256(os.fsencode(path)).hexdigest()[:16]}"
     module = types.ModuleType(name)
@@ -144,8 +147,32 @@ def load_module(code: types.CodeType, path: Path) -> types.ModuleType:
         exec(code, module.__dict__)  # noqa: S102 - linting a migration means running its module
     except MemoryError:
         raise  # the engine reports the memory limit
+    except Exception as exc:  # noqa: BLE001 - loaded again, statement by statement
+        if notes is None or source is None:
+            raise LoadError(f"cannot import: {one_line(exc)}", line_in(exc, str(path))) from None
+        failure = (line_in(exc, str(path)), one_line(exc))
+        module = _partially(source, path, name, notes)
+        if not notes.failed:
+            notes.failed.append(failure)  # it raised whole, not statement by statement: still say so
     except BaseException as exc:  # noqa: BLE001 - any import-time failure is one line (KeyboardInterrupt too)
         raise LoadError(f"cannot import: {one_line(exc)}", line_in(exc, str(path))) from None
     finally:
         sys.modules.pop(name, None)
+    return module
+
+
+def _partially(source: str, path: Path, name: str, notes) -> types.ModuleType:
+    import ast
+
+    from migrations_policy.lint.missing import load_partially
+
+    module = types.ModuleType(name)
+    module.__file__ = str(path)
+    sys.modules[name] = module
+    try:
+        load_partially(ast.parse(source, str(path)), module, str(path), notes)
+    except MemoryError:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - SystemExit / KeyboardInterrupt of a statement: the script's choice
+        raise LoadError(f"cannot import: {one_line(exc)}", line_in(exc, str(path))) from None
     return module

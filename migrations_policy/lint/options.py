@@ -22,6 +22,10 @@ class Options:
     memory_limit: int = 1024
     #: Modules imported before any script runs (custom operations), configured and found through env.py.
     plugins: Plugins = Plugins()
+    #: The alembic ini whose main options ``context.config`` answers with offline (as ``alembic upgrade --sql``),
+    #: and the sha256 of its content (part of the key: a script may read them); "" when there is none.
+    alembic_ini: str = ""
+    alembic_ini_sha: str = ""
     _context: list = field(default_factory=list, compare=False, repr=False)
 
     @property
@@ -35,4 +39,20 @@ class Options:
 
     def key(self) -> str:
         return (f"{','.join(self.dialects)}|pg{self.postgresql_version}|{self.timeout}|{self.url or ''}"
-                f"|{self.memory_limit}|{self.plugins.key()}")
+                f"|{self.memory_limit}|{self.plugins.key()}|{self.alembic_ini}|{self.alembic_ini_sha}")
+
+
+def alembic_ini(given: str | None) -> tuple[str, str]:
+    """``(absolute path, sha256)`` of the alembic ini scripts see as ``context.config``: *given*, else
+    ``alembic.ini`` in the current directory (alembic's default); ``("", "")`` when there is none."""
+    import hashlib
+    import os
+
+    path = given or "alembic.ini"
+    if not str(path).endswith(".ini"):
+        return "", ""
+    try:
+        with open(path, "rb") as fh:
+            return os.path.abspath(path), hashlib.sha256(fh.read()).hexdigest()
+    except OSError:
+        return "", ""

@@ -52,9 +52,15 @@ class Analysis:
     internal: dict[int, tuple[str, str]] = field(default_factory=dict)
     #: index -> [(path, sha256)] of the local modules the script imported (part of its cache entry).
     modules: dict[int, list] = field(default_factory=dict)
+    #: The indexes whose verdict is the script's own answer (a MP000 among them is cached: a syntax error, a
+    #: script that cannot be loaded), not one built for a child that did not answer (time limit, death).
+    judged: set[int] = field(default_factory=set)
 
 
-def jobs() -> int:
+def jobs(given: int | None = None) -> int:
+    """*given* (``lint --jobs N``), else ``$MIGRATIONS_POLICY_LINT_JOBS``, else the CPUs this process may use."""
+    if given:
+        return max(1, int(given))
     value = os.environ.get(ENV, "").strip()
     if value.isdigit() and int(value) > 0:
         return int(value)
@@ -83,7 +89,7 @@ def _run_worker(tasks: list[tuple[int, Path, str]], options: Options, workers: i
     """
     job = {"dialects": list(options.dialects), "postgresql_version": options.postgresql_version,
            "timeout": float(options.timeout), "url": options.url, "workers": workers,
-           "memory_limit": options.memory_limit,
+           "memory_limit": options.memory_limit, "alembic_ini": [options.alembic_ini, options.alembic_ini_sha],
            "plugins": [list(options.plugins.configured), list(options.plugins.found), list(options.plugins.paths),
                        options.plugins.source],
            "tasks": [(index, str(path), phase) for index, path, phase in tasks], **(extra or {})}
@@ -202,18 +208,20 @@ def _describe(status: int) -> str:
     return f"exited with status {status}"
 
 
-def analyse_all(tasks: list[tuple[Path, str]], options: Options) -> Analysis:
+def analyse_all(tasks: list[tuple[Path, str]], options: Options, workers: int | None = None) -> Analysis:
     hits: list[list[list] | None] = [None] * len(tasks)
     analysis = Analysis(hits)  # type: ignore[arg-type]
 
-    def done(index: int, found: list, internal, modules=()) -> None:
+    def done(index: int, found: list, internal, modules=(), judged=False, *more) -> None:
         hits[index] = found
         if internal:
             analysis.internal[index] = tuple(internal)
         if modules:
             analysis.modules[index] = list(modules)
+        if judged is True and not internal:
+            analysis.judged.add(index)
 
-    workers = 1 if options.url else max(1, min(jobs(), len(tasks)))
+    workers = 1 if options.url else max(1, min(jobs(workers), len(tasks)))
     todo = [(i, path, phase) for i, (path, phase) in enumerate(tasks)]
     while todo:
         before = len(todo)
@@ -222,6 +230,7 @@ def analyse_all(tasks: list[tuple[Path, str]], options: Options) -> Analysis:
             alone, how = _run_worker([(index, *tasks[index])], options, 1, done, partial=False)
             if alone:
                 hits[index] = [[1, "MP000", f"the script ended the linter's worker process (it {how})", "", "error"]]
+                analysis.judged.discard(index)
         todo = [(i, path, phase) for i, path, phase in todo if hits[i] is None]
         if len(todo) == before:
             raise WorkerError(f"the lint worker process {ended} without judging {len(todo)} file(s)")

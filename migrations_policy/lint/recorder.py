@@ -55,6 +55,9 @@ class Recording:
     mode_asked: int = 0
     #: > 0 while alembic itself executes an op (online mode): its SQL is not a raw statement.
     executing: int = 0
+    #: Whether the run asked for the bind or the migration context (whose dialect differs per dialect linted),
+    #: from the script or a helper it calls: then each dialect is recorded on its own.
+    dialect_asked: bool = False
     #: (what, line) of each call of an operation the linter does not know (what: ``op.NAME()`` and why).
     unknown: list[tuple[str, int]] = field(default_factory=list)
     _batch: list[m.Operation] | None = None
@@ -163,6 +166,8 @@ def _recording_operations(ctx: MigrationContext, rec: Recording, execute: bool) 
 
     ops.invoke = invoke
     ops.batch_alter_table = batch_alter_table
+    for name in ("get_bind", "get_context"):
+        ops.__dict__[name] = _asking(rec, getattr(ops, name))
     real_autocommit = ctx.autocommit_block
 
     @contextmanager
@@ -209,6 +214,15 @@ class _UnknownOperation:
 
     def __repr__(self) -> str:
         return f"op.{self._name}"
+
+
+def _asking(rec: Recording, function):
+    """*function*, noting in *rec* that the dialect may have been asked (``Recording.dialect_asked``)."""
+    def asked(*args, **kwargs):
+        rec.dialect_asked = True
+        return function(*args, **kwargs)
+
+    return asked
 
 
 @contextmanager
@@ -283,18 +297,52 @@ def _proxy(ops: Operations) -> Iterator[None]:
         ops._remove_proxy()
 
 
+_CONFIGS: dict[str, object] = {}
+
+
+def offline_config(ini: str = ""):
+    """``context.config`` offline: alembic's ``Config`` of the project's ini (*ini*; its main options, as
+    ``alembic upgrade --sql`` gives them), with the password of ``sqlalchemy.url`` masked (a script's message
+    must never carry it); an empty ``Config`` without an ini (``get_main_option`` answers None)."""
+    from alembic.config import Config
+
+    config = _CONFIGS.get(ini)
+    if config is None:
+        config = Config(ini or None)
+        if ini:
+            try:
+                url = config.get_main_option("sqlalchemy.url")
+            except Exception:  # noqa: BLE001 - an ini alembic cannot read: no main options at all
+                config, url = Config(), None
+            if url:
+                config.set_main_option("sqlalchemy.url", _masked(url).replace("%", "%%"))
+        _CONFIGS[ini] = config
+    return config
+
+
+def _masked(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - not a URL SQLAlchemy reads: no credentials may be shown
+        return ""
+
+
 @contextmanager
-def _environment(ctx: MigrationContext, rec: Recording | None = None, strict: bool = False,
+def _environment(ctx: MigrationContext, rec: Recording | None = None, strict: bool = False, ini: str = "",
                  **options: Any) -> Iterator[None]:
     """``alembic.context`` as in ``alembic upgrade`` (``as_sql=True``: ``--sql``, ``is_offline_mode()`` is true),
-    ``get_context()`` being *ctx*; with *rec*, ``is_offline_mode()`` notes where it was asked (``mode_asked``):
+    ``get_context()`` being *ctx*, ``context.config`` / ``get_context().config`` the project's ini (*ini*,
+    ``offline_config``); with *rec*, ``is_offline_mode()`` notes where it was asked (``mode_asked``):
     the script's online path did not run, the engine reads its source instead (*strict*: there, the mode is
     unknown -- ``OfflineResultError`` -- so both branches are read)."""
-    from alembic.config import Config
     from alembic.runtime.environment import EnvironmentContext
 
-    environment = EnvironmentContext(Config(), None, **options)
+    environment = EnvironmentContext(offline_config(ini), None, **options)
     environment._migration_context = ctx
+    saved = ctx.environment_context
+    ctx.environment_context = environment
     if rec is not None:
         def is_offline_mode() -> bool:
             rec.mode_asked = rec.mode_asked or rec.line() or 1
@@ -303,40 +351,44 @@ def _environment(ctx: MigrationContext, rec: Recording | None = None, strict: bo
             return True
 
         environment.is_offline_mode = is_offline_mode
+        for name in ("get_bind", "get_context"):
+            setattr(environment, name, _asking(rec, getattr(environment, name)))
     environment._install_proxy()
     try:
         yield
     finally:
         environment._remove_proxy()
+        ctx.environment_context = saved
 
 
 @contextmanager
-def recording(dialect: str, filename: str, strict: bool = False) -> Iterator[Recording]:
+def recording(dialect: str, filename: str, strict: bool = False, ini: str = "") -> Iterator[Recording]:
     """A context in which ``alembic.op`` records into the yielded ``Recording`` (offline).
 
     *strict*: inspecting the bind raises ``OfflineResultError`` (the source fallback treats
     what it would answer as unknown) instead of answering as an empty database."""
     rec = Recording(filename)
     ctx = _offline_context(dialect, rec, strict)
-    with _environment(ctx, rec, strict, as_sql=True, dialect_name=dialect), _proxy(_recording_operations(ctx, rec, execute=False)), \
+    with _environment(ctx, rec, strict, ini, as_sql=True, dialect_name=dialect), _proxy(_recording_operations(ctx, rec, execute=False)), \
             _unknown_operations(rec), reading_for(dialect):
         yield rec
 
 
-def record(upgrade: Callable[..., Any], dialect: str, filename: str) -> Recording:
+def record(upgrade: Callable[..., Any], dialect: str, filename: str, ini: str = "") -> Recording:
     """Run *upgrade* offline for *dialect*; its exceptions propagate."""
-    rec, error = run_offline(upgrade, dialect, filename)
+    rec, error = run_offline(upgrade, dialect, filename, ini)
     if error is not None:
         raise error
     return rec
 
 
-def run_offline(upgrade: Callable[..., Any], dialect: str, filename: str) -> tuple[Recording, BaseException | None]:
+def run_offline(upgrade: Callable[..., Any], dialect: str, filename: str,
+                ini: str = "") -> tuple[Recording, BaseException | None]:
     """Run *upgrade* offline for *dialect*: what it recorded, and what it raised (None when it returned)."""
     from alembic import op
 
     error = None
-    with recording(dialect, filename) as rec:
+    with recording(dialect, filename, ini=ini) as rec:
         try:
             call_upgrade(upgrade, op)
         except BaseException as exc:  # noqa: BLE001 - the caller sorts it out (KeyboardInterrupt from a script too)

@@ -119,8 +119,53 @@ class _Plan:
             self.verdicts[index] = _verdict("alembic's upgrade from base does not reach it")
 
 
+def _history_of(path: Path) -> Path:
+    """The directory of the history *path* belongs to: its nearest ``versions`` directory (``versions/expand`` and
+    ``versions/contract`` are one history), else its own directory."""
+    for parent in path.parents:
+        if parent.name == "versions":
+            return parent
+    return path.parent.parent if path.parent.name in ("expand", "contract") else path.parent
+
+
+def _histories(tasks: list[tuple[Path, str]], resolver: PhaseResolver) -> list[list[int]]:
+    """The task indexes per history: one group, unless histories of different directories declare the same
+    revision id (mlflow's two trees): then one group per directory, each replayed on its own database."""
+    groups: dict[Path, list[int]] = {}
+    for index, (path, _) in enumerate(tasks):
+        groups.setdefault(_history_of(path), []).append(index)
+    owners: dict[str, set[Path]] = {}
+    for directory, indexes in groups.items():
+        for index in indexes:
+            header = resolver.header(tasks[index][0])
+            if header is not None and header.revision:
+                owners.setdefault(header.revision, set()).add(directory)
+    if len(groups) < 2 or all(len(found) < 2 for found in owners.values()):
+        return [list(range(len(tasks)))]
+    return list(groups.values())
+
+
 def replay_all(tasks: list[tuple[Path, str]], resolver: PhaseResolver, options: Options, target: Target) -> Analysis:
-    """Replay *tasks* (see the module docstring); the hits of each, in the order of *tasks*."""
+    """Replay *tasks* (see the module docstring); the hits of each, in the order of *tasks*.  Histories of
+    different directories that share a revision id are replayed each on its own database (a given ``--url``
+    cannot be emptied between them: there they are one history, and the shared id is ``MP000``)."""
+    groups = _histories(tasks, resolver) if not target.url else [list(range(len(tasks)))]
+    if len(groups) == 1:
+        return _replay_history(tasks, resolver, options, target)
+    merged = Analysis([None] * len(tasks))
+    for group in groups:
+        part = _replay_history([tasks[i] for i in group], resolver, options, target)
+        for position, index in enumerate(group):
+            merged.hits[index] = part.hits[position]
+            if position in part.internal:
+                merged.internal[index] = part.internal[position]
+            if position in part.modules:
+                merged.modules[index] = part.modules[position]
+    return merged
+
+
+def _replay_history(tasks: list[tuple[Path, str]], resolver: PhaseResolver, options: Options,
+                    target: Target) -> Analysis:
     plan = _Plan(tasks, resolver)
     hits: list = [plan.verdicts.get(index) for index in range(len(tasks))]
     analysis = Analysis(hits)

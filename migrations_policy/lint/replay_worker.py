@@ -80,6 +80,10 @@ def _recorder(engine, revision: str, down_revisions: tuple[str, ...], table, out
                 raise LoadError(f"cannot use the scratch database: {describe_refusal(exc)}") from None
         if error is None:
             return {dialect: ops}
+        from migrations_policy.lint.missing import MissingError
+
+        if isinstance(error, (MissingError, ImportError)):
+            raise Unimportable(one_line(error))
         where = f"at down_revision {', '.join(down_revisions) or 'base'}"
         if refused(error):
             hits.append(Hit(line_in(error, filename) or 1, REPLAY_ERROR,
@@ -90,8 +94,36 @@ def _recorder(engine, revision: str, down_revisions: tuple[str, ...], table, out
     return record
 
 
+class Unimportable(Exception):
+    """``upgrade()`` used what its module could not import (a package that is not installed): it cannot run on
+    the database; its offline verdict is given instead, and the scripts after it get theirs (``_offline``)."""
+
+
+#: The third item of a blocker whose script could not be imported (not refused by the database).
+UNIMPORTABLE = "unimportable"
+
+
+def _offline(why: str):
+    """A child's ``run`` for a script that is not replayed for *why*: its offline verdict (``engine.analyse``,
+    the source read where it cannot run) with a ``MP001`` warning saying why; never committed."""
+
+    def run(path: str, phase: str, options) -> tuple:
+        from pathlib import Path
+
+        from migrations_policy.lint.engine import OFFLINE, Hit, analyse
+
+        hits = [hit.to_list() for hit in analyse(Path(path), phase, options)]
+        if not any(hit[1] == UNLOADABLE for hit in hits):
+            hits.insert(0, Hit(1, OFFLINE, f"not replayed: {why}; linted offline instead",
+                               options.dialects[0]).to_list())
+        return hits, False
+
+    return run
+
+
 def _replay(engine, revision: str, down_revisions: tuple[str, ...], table):
-    """The child's ``run``: the script's hits, and whether its transaction committed."""
+    """The child's ``run``: the script's hits, and whether its transaction committed (and, when it could not
+    be imported, the marker that its descendants get their offline verdicts)."""
 
     def run(path: str, phase: str, options) -> tuple:
         from pathlib import Path
@@ -99,14 +131,19 @@ def _replay(engine, revision: str, down_revisions: tuple[str, ...], table):
         from migrations_policy.lint.engine import analyse
 
         outcome: dict = {}
-        hits = analyse(Path(path), phase, options, record=_recorder(engine, revision, down_revisions, table, outcome))
+        try:
+            hits = analyse(Path(path), phase, options,
+                           record=_recorder(engine, revision, down_revisions, table, outcome))
+        except Unimportable as exc:
+            hits, _ = _offline(f"upgrade() uses what could not be imported ({exc})")(path, phase, options)
+            return hits, False, UNIMPORTABLE
         return [hit.to_list() for hit in hits], bool(outcome.get("committed"))
 
     return run
 
 
-def _not_replayed(blocker: tuple[str, str]) -> list:
-    revision, path = blocker
+def _not_replayed(blocker) -> list:
+    revision, path = blocker[:2]
     return [[1, UNLOADABLE, f"not replayed: its ancestor {revision} ({path}) failed on the database, so the "
              "database is not at this script's down_revision; fix that script first", "", "error"]]
 
@@ -134,22 +171,34 @@ def serve(job: dict) -> None:
     engine = _prepare_database(job["url"], table)
     for index, path, phase in job["tasks"]:
         revision, down_revisions, parents = graph[index]
-        blocker = next((blocked[parent] for parent in parents if parent in blocked), None)
-        if blocker is not None:
+        blockers = [blocked[parent] for parent in parents if parent in blocked]
+        blocker = next((b for b in blockers if len(b) < 3 or b[2] != UNIMPORTABLE), None)
+        if blocker is not None:  # an ancestor the database refused: MP000 naming it
             blocked[index] = blocker
             worker._send(("start", index))
             worker._send(("done", index, _not_replayed(blocker), None, [], False, blocker))
             continue
         worker._send(("start", index))
-        child = worker._start(index, path, phase, options, _replay(engine, revision, tuple(down_revisions), table))
+        if blockers:  # after a script that could not be imported: the offline verdict, never MP000
+            blocker = blockers[0]
+            run = _offline(f"its ancestor {blocker[0]} ({blocker[1]}) could not be imported, so the database is "
+                           "not at this script's down_revision")
+        else:
+            run = _replay(engine, revision, tuple(down_revisions), table)
+        child = worker._start(index, path, phase, options, run)
         running = {child.pid: child}
         finished = []
         while running:
             finished.extend(worker._collect(running))
         (child, status), = finished
         hits, internal, modules, *committed = worker._verdict(child, status, options.timeout)
-        committed = bool(committed and committed[0])
-        if not committed:
+        unimportable = len(committed) > 1 and committed[1] == UNIMPORTABLE
+        committed = bool(committed and committed[0] is True)
+        if blockers:
+            blocked[index] = blockers[0]
+        elif unimportable:
+            blocked[index] = (revision, path, UNIMPORTABLE)
+        elif not committed:
             blocked[index] = (revision, path)
         worker._send(("done", index, hits, internal, modules, committed, blocked.get(index)))
     worker._send(("end",))

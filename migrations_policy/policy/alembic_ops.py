@@ -128,7 +128,9 @@ def _alter_column(op: aops.AlterColumnOp) -> list[m.Operation]:
             ops.append(base.with_(kind=m.WIDEN_VARCHAR, **widening))
         else:
             ops.append(base.with_(kind=m.ENUM_ADD_VALUE if _appends_enum_members(op) else m.ALTER_TYPE))
-    if op.modify_nullable is not None:
+    if op.modify_nullable is not None and not (op.existing_nullable is not None
+                                               and bool(op.existing_nullable) == bool(op.modify_nullable)):
+        # existing_nullable equal to nullable: the column already is so (neutron's type changes state both)
         ops.append(base.with_(kind=m.DROP_NOT_NULL if op.modify_nullable else m.SET_NOT_NULL))
     if op.modify_server_default is not False:
         if op.modify_server_default is None:

@@ -43,9 +43,9 @@ def _analysed(monkeypatch) -> list:
     seen: list = []
     real = parallel.analyse_all
 
-    def spy(tasks, options):
+    def spy(tasks, options, *more):
         seen.extend((path.name, phase, options.dialects) for path, phase in tasks)
-        return real(tasks, options)
+        return real(tasks, options, *more)
 
     monkeypatch.setattr(parallel, "analyse_all", spy)
     return seen
