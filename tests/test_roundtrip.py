@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import sqlalchemy as sa
 from alembic import command as alembic_command
 
@@ -35,17 +36,27 @@ def test_upgrade_downgrade_roundtrip(example_project, db_engine, backend):
     assert status.state.branches["expand"].current == ["r2_meta_display_name_version"]
     assert status.state.branches["contract"].pending == []
 
+    # across a completed contract a downgrade is refused unless forced with a reason (recorded)
+    with pytest.raises(Exception, match="downgrade refused: contract revision"):
+        alembic_command.downgrade(example_project.alembic_config, "base")
+    example_project.alembic_config.cmd_opts = type("Opts", (), {"x": ["migrations_policy_force=roundtrip"]})()
     alembic_command.downgrade(example_project.alembic_config, "base")
+    example_project.alembic_config.cmd_opts = None
     # the statement journal (PostgreSQL, MariaDB) stays, empty, like the phase records; the revision
-    # history keeps every step (dbsync rollback reads it), the downgrades included
+    # history keeps every step (dbsync rollback reads it), the downgrades included; the releases and
+    # the override of the forced downgrade stay too (the ledger went with expand_root)
     framework = {"alembic_version", "migrations_policy_revisions", "migrations_policy_statements",
-                 "migrations_policy_revision_history"}
+                 "migrations_policy_revision_history", "migrations_policy_releases",
+                 "migrations_policy_gate_overrides"}
     assert _tables(db_engine) - framework == set()
     with db_engine.connect() as conn:
         actions = [r.action for r in conn.execute(sa.text(
             "SELECT action FROM migrations_policy_revision_history ORDER BY id"))]
     assert actions.count("downgrade") == actions.count("upgrade") > 0
     assert commands.version(example_project).heads == []
+    with db_engine.connect() as conn:
+        assert ("downgrade", "roundtrip") in [tuple(r) for r in conn.execute(sa.text(
+            "SELECT command, reason FROM migrations_policy_gate_overrides"))]
 
     again = commands.upgrade(example_project)
     assert again.after == ["r3_drop_extra_name"]

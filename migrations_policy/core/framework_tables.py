@@ -99,4 +99,5 @@ releases_table = sa.Table(
     sa.Column("expand_applied", sa.Text, nullable=False),  # the expand revisions this run applied
     sa.Column("contract_applied", sa.Text, nullable=False),  # the contract revisions this run applied
     sa.Column("install", sa.Boolean, nullable=False),  # started on a schema with no application table
+    sa.Column("planned", sa.Text, nullable=False),  # the revisions the run set out to apply (done: all applied)
 )

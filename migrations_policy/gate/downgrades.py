@@ -87,6 +87,7 @@ def judge_each_statement(connection: Any, reverting: list, registry: Any, reason
                 _record_loss(connection, command, reason or "", script.revision, judge.forced_losses)
             if phase_of(script) == CONTRACT:
                 retire(connection, registry, script)
+            forget_gone(connection, registry)
             return result
 
         return migrate
@@ -123,3 +124,18 @@ def retire(connection: Any, registry: Any, script: Any) -> None:
             connection.execute(sa.insert(ledger.ledger).values(name=name, state=ledger.RETIRED))
         else:
             connection.execute(sa.update(ledger.ledger).where(ledger.ledger.c.name == name).values(state=ledger.RETIRED))
+
+
+def forget_gone(connection: Any, registry: Any) -> None:
+    """Delete the ledger rows of the data migrations whose table or columns a downgrade step took
+    away (as ``dbsync rollback`` does after its run): the next expand starts them afresh, and a
+    ``retired`` mark does not outlive the columns it was about."""
+    from migrations_policy.data import ledger
+    from migrations_policy.data.pending import missing_columns
+
+    if not ledger.exists(connection):
+        return
+    known = ledger.read(connection)
+    gone = [m.name for m in registry if m.name in known and missing_columns(connection, m)]
+    if gone:
+        connection.execute(sa.delete(ledger.ledger).where(ledger.ledger.c.name.in_(gone)))

@@ -39,6 +39,13 @@ class Release:
     expand_applied: list[str]
     contract_applied: list[str]
     install: bool
+    planned: list[str]
+
+    @property
+    def finished(self) -> bool:
+        """Whether the run applied every revision it set out to (an interrupted one is resumed
+        by the next run, which is still the same release)."""
+        return set(self.planned) <= set(self.expand_applied) | set(self.contract_applied)
 
     def describe(self) -> str:
         return (f"the upgrade started {self.started_at:%Y-%m-%d %H:%M:%S} UTC by {self.started_by} "
@@ -59,7 +66,8 @@ def start(migration_context: Any, heads: Any, steps: list, run: str) -> None:
     releases_table.create(connection, checkfirst=True)
     install = not heads and schema_is_empty(connection, migration_context.version_table)
     from_heads = ",".join(sorted(heads))
-    connection.execute(sa.insert(releases_table).values(
+    planned = [step.revision.revision for step in steps if isinstance(step, RevisionStep) and step.is_upgrade]
+    connection.execute(sa.insert(releases_table).values(planned=",".join(planned),
         run=run, started_by=forced_by()[:255], started_at=datetime.now(timezone.utc).replace(tzinfo=None),
         from_heads=from_heads, to_heads=from_heads, expand_applied="", contract_applied="", install=install))
     if connection.in_transaction():
@@ -85,5 +93,23 @@ def read(connection: Connection) -> list[Release]:
         return []
     rows = connection.execute(sa.select(releases_table).order_by(releases_table.c.id))
     return [Release(r.id, r.run, r.started_by, r.started_at, _split(r.from_heads), _split(r.to_heads),
-                    _split(r.expand_applied), _split(r.contract_applied), bool(r.install))
+                    _split(r.expand_applied), _split(r.contract_applied), bool(r.install), _split(r.planned))
             for r in rows if r.expand_applied or r.contract_applied]
+
+
+def previous_release_unfinished(connection: Connection, script: Any, heads: Any, registry: Any) -> tuple[Any, list]:
+    """The nova rule for an expand about to run: (the previous release, its unfinished data
+    migrations recounted live) when that release's upgrade finished, its contract has not run and
+    data migrations are unfinished; (None, []) otherwise.  A migration whose table or columns do not
+    exist yet belongs to the release about to be expanded, not to the previous one."""
+    from migrations_policy.core.revisions import applied_revisions
+    from migrations_policy.data.pending import pending_migrations
+
+    applied = applied_revisions(script, heads)
+    for release in reversed(read(connection)):
+        if not any(rev in applied for rev in release.expand_applied + release.contract_applied):
+            continue  # reverted
+        if release.install or release.contract_applied or not release.finished:
+            return None, []
+        return release, [p for p in pending_migrations(connection, list(registry)) if p.remaining]
+    return None, []

@@ -39,7 +39,7 @@ from migrations_policy.expand import journal, lock_timeout, sql_mode, sqlite_tra
 from migrations_policy.window import sync_keeper
 from migrations_policy.core.config import Settings, load_settings
 from migrations_policy.core.framework_tables import REVISIONS_TABLE, revision_history_table, revisions_table  # noqa: F401
-from migrations_policy.core.revisions import applied_revisions, phase_of
+from migrations_policy.core.revisions import EXPAND, applied_revisions, phase_of
 
 log = logging.getLogger(__name__)
 
@@ -270,6 +270,15 @@ def _judge(context: Any, migration_context: Any, heads: Any, entering: list, sta
     verdict = gate.evaluate(connection, migration_context.script, entering, heads,
                             registry, migration_context.version_table,
                             stamping=stamped, exact=reason is not None)  # a --force record counts exactly
+    if not stamped and any(phase_of(rev) == EXPAND for rev in entering) and len(registry):
+        previous, unfinished = releases.previous_release_unfinished(connection, migration_context.script, heads,
+                                                                    registry)
+        seen = {p.name for p in verdict.pending}
+        verdict.pending += [gate.PendingMigration(
+            p.name, p.remaining, p.state, [f"the next release's expand ({', '.join(r.revision for r in entering)}); "
+                                           f"the previous release ({previous.describe()}) must finish its data "
+                                           "migrations first"], p.estimated)
+            for p in unfinished if p.name not in seen]
     if not verdict.allowed:
         if reason is None or not verdict.forceable:
             if connection.in_transaction():

@@ -25,6 +25,8 @@ import sqlalchemy as sa
 from alembic import command as alembic_command
 
 from migrations_policy import commands
+from migrations_policy.core.framework_tables import is_framework_table
+from migrations_policy.commands.dbsync import _run_alembic_on as run_alembic_on  # not a lazy name of commands
 from migrations_policy.data.discovery import load_release_mapping
 from migrations_policy.core.errors import PolicyError, UsageError
 from migrations_policy.core import progress
@@ -76,7 +78,8 @@ def require_scratch_database(project: Project) -> None:
         tables = sa.inspect(conn).get_table_names()
     if tables:
         raise UsageError(f"rehearse needs an empty scratch database; {project.masked_url} has {len(tables)} "
-                         f"table(s) ({', '.join(sorted(tables)[:5])}): it builds the release-N schema itself")
+                         f"table(s) ({', '.join(sorted(tables, key=lambda t: (is_framework_table(t), t))[:5])}): it builds "
+                         "the release-N schema itself")  # the application's tables first
 
 
 def _pinned_values(project: Project, options: RehearsalOptions) -> dict[str, Any]:
@@ -139,7 +142,7 @@ class _Rehearsal:
                 report.steps.append(f"upgrade {phase}: {done.text()}")
             else:
                 with self.project.connect() as conn:
-                    commands._run_alembic_on(self.project, conn, alembic_command.upgrade, target)
+                    run_alembic_on(self.project, conn, alembic_command.upgrade, target)
                 report.steps.append(f"upgrade {phase} to {target}")
         except PolicyError as exc:
             report.failures.append(f"upgrade {phase}: {exc.message}")

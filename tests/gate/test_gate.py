@@ -27,7 +27,9 @@ def test_contract_refused_with_pending_migrations(expanded, capsys, backend):
     capsys.readouterr()
     assert expanded.dbsync("upgrade", "--contract") == 4
     err = capsys.readouterr().err
-    assert err.startswith("dbsync: error: contract refused: 3 data migration(s) not complete")
+    # the two object-version migrations too: no contract runs while any migration is unfinished
+    assert err.startswith("dbsync: error: contract refused: 5 data migration(s) not complete")
+    assert err.count("the global rule") == 2 and "object_version_nodes" in err and "object_version_ports" in err
     # A pending row refuses (LIMIT 1); the count is the planner's estimate, marked (SQLite: counted).
     for name, rows in (("nodes_extra_to_meta", ROWS), ("nodes_name_to_display_name", ROWS),
                        ("port_node_orphans", ORPHANS)):
@@ -118,17 +120,21 @@ def test_force_is_recorded_in_the_ledger(expanded, capsys):
         rows = conn.execute(sa.text(
             "SELECT name, forced_by, forced_reason, forced_remaining, forced_at "
             "FROM migrations_policy_data_migrations WHERE forced_at IS NOT NULL ORDER BY name")).all()
-    assert [r.name for r in rows] == ["nodes_extra_to_meta", "nodes_name_to_display_name"]
+    # the declared copies, and the object-version migrations the global rule waits for
+    assert [r.name for r in rows] == ["nodes_extra_to_meta", "nodes_name_to_display_name",
+                                      "object_version_nodes", "object_version_ports"]
     assert {r.forced_reason for r in rows} == {"hotfix INC-42"}
     assert all("@" in r.forced_by for r in rows)
-    assert [r.forced_remaining for r in rows] == [ROWS, ROWS]
+    assert [r.forced_remaining for r in rows] == [ROWS] * 4
     with expanded.engine.connect() as conn:
         history = conn.execute(sa.text(
             "SELECT command, migration, remaining, reason, revisions FROM migrations_policy_gate_overrides "
             "ORDER BY id")).all()
     assert [(h.command, h.migration, h.remaining, h.reason) for h in history] == [
         ("upgrade", "nodes_extra_to_meta", ROWS, "hotfix INC-42"),
-        ("upgrade", "nodes_name_to_display_name", ROWS, "hotfix INC-42")]
+        ("upgrade", "nodes_name_to_display_name", ROWS, "hotfix INC-42"),
+        ("upgrade", "object_version_nodes", ROWS, "hotfix INC-42"),
+        ("upgrade", "object_version_ports", ROWS, "hotfix INC-42")]
     assert all(CONTRACT_HEAD in h.revisions.split(",") for h in history)
 
 
