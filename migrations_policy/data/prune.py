@@ -39,7 +39,7 @@ from sqlalchemy.sql import ColumnElement, TableClause
 
 from migrations_policy.core.errors import ConfigError, PolicyError
 from migrations_policy.data.declare import NAME_PATTERN, Batch, DataMigration, Registry
-from migrations_policy.data.references import Reference, read_references
+from migrations_policy.data.references import Reference, read_references, reference_idents
 
 LEDGER_PREFIX = "prune_"
 #: Keys bound in one statement of a shadowed batch (SQLite accepts 32,766 parameters; small is fine).
@@ -131,6 +131,7 @@ def as_migration(prune: Prune, connection: Connection) -> tuple[DataMigration, C
             raise ConfigError(f"prune {prune.name!r}: shadow table {prune.shadow!r} lacks column(s) "
                               f"{', '.join(sorted(missing))}")
     references = _references(connection, prune.table.name)
+    known = frozenset(r.ident for r in references)
     free = _not_referenced(prune, references)
     source = sa.table(prune.table.name, *(sa.column(c) for c in columns))
     shadow = sa.table(prune.shadow, *(sa.column(c) for c in columns)) if prune.shadow else None
@@ -144,12 +145,12 @@ def as_migration(prune: Prune, connection: Connection) -> tuple[DataMigration, C
         # EXCLUSIVE; MariaDB: the metadata lock of the referenced table), so the references read now are
         # those the delete ran against.  Any the run did not know: the batch rolls back (its ON DELETE
         # action may have cascaded), and the prune stops with one line; a rerun reads them.
-        now = _references(conn, prune.table.name)
-        if set(now) != set(references):
+        if reference_idents(conn, prune.table.name) != known:
+            now = _references(conn, prune.table.name)
             new = sorted({r.name for r in set(now) - set(references)} | {r.name for r in set(references) - set(now)})
             raise ReferencesChanged(f"prune {prune.name!r}: the foreign keys referencing {prune.table.name} "
-                                    f"changed while it ran ({', '.join(new)}): this batch was rolled back; "
-                                    "rerun dbsync prune")
+                                    f"changed while it ran ({', '.join(new) or 'one re-created'}): this batch was "
+                                    "rolled back; rerun dbsync prune")
         return deleted
 
     def _delete(conn: Connection, batch: Batch) -> int:

@@ -107,3 +107,64 @@ def test_prune_keeps_rows_referenced_from_any_schema_with_any_on_delete_action(t
                     conn.commit()
             admin.dispose()
             server.drop_database(url)
+
+
+@pytest.mark.parametrize("backend", ["postgresql", "mysql"], indirect=True)
+def test_a_foreign_key_added_while_prune_runs_loses_no_row(tmp_path, backend, server_for):
+    """A table (in another schema/database) referencing ``parents ON DELETE CASCADE`` is created while
+    the prune runs, and rows referencing prunable parents are inserted: none may be lost.  The batch's
+    own transaction reads the references again under its lock: it rolls back (exit 2, "changed while
+    it ran") or never meets them."""
+    import time
+
+    server = server_for(backend)
+    seed = int(os.environ.get("MP_PROVE_SEED", random.randrange(10**6)))
+    print(f"MP_PROVE_SEED={seed}")
+    rng = random.Random(seed)
+    project = write_data_project(tmp_path, "prunes_app", PRUNES)
+    url = server.create_database()
+    engine = sa.create_engine(url)
+    default = "public" if backend == "postgresql" else url.database
+    other = _schemas(backend, rng, url.database)[0]
+    try:
+        metadata = sa.MetaData()
+        parents = sa.Table("parents", metadata, sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+                           sa.Column("deleted", sa.Integer), schema=default)
+        count = 120
+        with engine.begin() as conn:
+            metadata.create_all(conn)
+            ledger.metadata.create_all(conn)
+            conn.execute(sa.insert(parents), [{"id": i, "deleted": 1} for i in range(1, count + 1)])
+        proc = subprocess.Popen(dbsync_argv(project, url, "prune", "--batch-size", "1", "--batch-seconds", "0",
+                                            "--sleep", str(rng.choice([0.02, 0.05]))),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, "PYTHONPATH": str(project)})
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            with engine.connect() as conn:
+                if conn.execute(sa.select(sa.func.count()).select_from(parents)).scalar() <= count - rng.randint(2, 6):
+                    break
+            time.sleep(0.01)
+        child = sa.Table("late_child", metadata, sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+                         sa.Column("parent_id", sa.Integer, sa.ForeignKey(parents.c.id, ondelete="CASCADE")),
+                         schema=other)
+        with engine.begin() as conn:
+            conn.execute(sa.schema.CreateSchema(other))
+            child.create(conn)
+        with engine.begin() as conn:  # the last parents the walk reaches: still there
+            top = sorted(conn.execute(sa.select(parents.c.id)).scalars())[-10:]
+            conn.execute(sa.insert(child), [{"id": n, "parent_id": p} for n, p in enumerate(top, 1)])
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode in (0, 2) and "Traceback" not in err, (seed, proc.returncode, err)
+        if proc.returncode == 2:  # the run's report names the prune and why it stopped
+            assert "changed while it ran" in out + err, (seed, out, err)
+        with engine.connect() as conn:
+            kept = sorted(conn.execute(sa.select(child.c.parent_id)).scalars())
+        assert kept == top, (seed, proc.returncode, kept, top)
+    finally:
+        engine.dispose()
+        if backend == "mysql":
+            with server.engine().connect() as conn:
+                conn.execute(sa.schema.DropSchema(other, if_exists=True))
+                conn.commit()
+        server.drop_database(url)
