@@ -70,13 +70,50 @@ class UpgradeState:
 
 def object_versions_before_expand(project: Project, connection: Connection, expand_pending: bool) -> Any:
     """Object versions as the next expand would judge them (ironic's check_versions), or None
-    when no expand is pending or the project has no release mapping."""
+    when no expand is pending or the project has no release mapping.
+
+    The judgement is of the schema as the last *completed* release left it: a version column that a
+    pending expand revision adds holds nothing the previous release wrote (its rows are NULL because
+    the column is new), whether that revision has not run yet or an interrupted run of it (the
+    journal) already added it; such a column is not judged, as a table a pending revision creates is
+    not.  So an expand stopped after adding its version columns resumes with ``dbsync upgrade``."""
     if not expand_pending or not project.settings.release_mapping:
         return None
     from migrations_policy.data.discovery import load_release_mapping
     from migrations_policy.data.versions import check_object_versions
 
-    return check_object_versions(connection, load_release_mapping(project.settings.release_mapping))
+    return check_object_versions(connection, load_release_mapping(project.settings.release_mapping),
+                                 added_by_pending=lambda: pending_expand_additions(project, connection))
+
+
+def pending_expand_additions(project: Project, connection: Connection) -> set[tuple[str, str | None]]:
+    """``(table, column)`` of every column, and ``(table, None)`` of every table, that the pending
+    expand revisions add: read from each script rendered offline, and from the journal's record of
+    what an interrupted run of one applied (its statements' descriptions)."""
+    from migrations_policy.policy import model as m
+    from migrations_policy.policy.sql import from_sql
+
+    script = project.script
+    pending = branch_statuses(script, current_heads(connection))[EXPAND].pending
+    texts: list[str] = []
+    for revision in pending:
+        texts.extend(journal.planned_statements(script, revision, connection) or [])
+    added: set[tuple[str, str | None]] = set()
+    for text in texts:
+        try:
+            operations = from_sql(text)
+        except Exception:  # noqa: BLE001 - a statement the reader cannot classify adds nothing we trust
+            continue
+        for operation in operations:
+            if operation.kind == m.ADD_COLUMN and operation.table and operation.column:
+                added.add((operation.table.lower(), operation.column.lower()))
+            elif operation.kind == m.CREATE_TABLE and operation.table:
+                added.add((operation.table.lower(), None))
+    for revision, entries in journal.read_entries(connection).items():
+        if revision in pending:
+            for entry in entries.values():
+                added.update(journal.added_by_description(entry.description))
+    return added
 
 
 def assess(project: Project, connection: Connection, exact: bool = False, decisive: bool = False) -> UpgradeState:

@@ -4,7 +4,10 @@ alembic's offline (``--sql``) mode sends nothing to the database: the operations
 render SQL into a buffer we throw away.  What we keep is the list of operation
 objects (``op.drop_column`` -> ``DropColumnOp``, ``op.require_data_migrations`` ->
 ``RequireDataMigrationsOp``, and the ops inside ``batch_alter_table``), captured at
-``AbstractOperations.invoke`` (batch ops too).  The gate uses it to see every requirement a stamped revision
+``AbstractOperations.invoke`` (batch ops too), and every statement the script executes
+without an operation (``op.get_bind().execute(...)``, the context's connection: alembic
+renders them to the same output) as the ``ExecuteSQLOp`` it amounts to: what is read is
+what the SQL would run, not only what the script asked alembic's operations for.  The gate uses it to see every requirement a stamped revision
 declares, however it was called; ``dbsync rollback`` to see what a downgrade drops.
 """
 
@@ -46,14 +49,29 @@ def record_operations(fn: Callable[[], Any], dialect: Any,
     opts = {"as_sql": True, "output_buffer": io.StringIO(), "literal_binds": on_statement is None}
     context = (MigrationContext.configure(dialect_name=dialect, opts=opts) if isinstance(dialect, str)
                else MigrationContext.configure(dialect=dialect, opts=opts))
-    if on_statement is not None:
-        context.impl._exec = lambda construct, *args, **kwargs: on_statement(construct)
+    rendered = context.impl._exec if on_statement is None else \
+        (lambda construct, *args, **kwargs: on_statement(construct))
     recorded: list[Any] = []
+    inside = [0]  # operations being invoked (their own statements are theirs)
     original_invoke = AbstractOperations.invoke  # Operations and BatchOperations both inherit it
 
     def invoke(self: Any, operation: Any) -> Any:
         recorded.append(operation)
-        return original_invoke(self, operation)
+        inside[0] += 1
+        try:
+            return original_invoke(self, operation)
+        finally:
+            inside[0] -= 1
+
+    def execute(construct: Any, *args: Any, **kwargs: Any) -> Any:
+        # Every statement reaches the output here, however the script issued it; one no operation
+        # issued (``op.get_bind().execute(...)``, the context's connection, ``impl.execute``) is
+        # recorded as the ``op.execute`` it amounts to: a reader of the operations sees what runs.
+        if not inside[0]:
+            recorded.append(_executed(construct, context))
+        return rendered(construct, *args, **kwargs)
+
+    context.impl._exec = execute
 
     previous = getattr(op_module, "_proxy", None)
     operations = Operations(context)
@@ -79,6 +97,15 @@ def record_operations(fn: Callable[[], Any], dialect: Any,
         if previous is not None:
             previous._install_proxy()
     return recorded, None
+
+
+def _executed(construct: Any, context: Any) -> Any:
+    """An ``ExecuteSQLOp`` of a statement executed outside any operation, with its SQL as text."""
+    from alembic.operations import ops
+
+    from migrations_policy.core.sqltext import statement_text
+
+    return ops.ExecuteSQLOp(statement_text(construct, context))
 
 
 def dropping_operations(fn: Callable[[], Any], dialect_name: str) -> tuple[list[Any], str | None]:

@@ -17,8 +17,12 @@ commit together, so a SIGKILL loses or doubles nothing), the ledger records prog
 (under ``prune_<name>``), and the same report, JSON and exit codes.
 
 Nothing that another table still references goes: the rows are ``where AND NOT
-EXISTS`` (a referencing row) for every foreign key pointing at the table, read from
-the database when the run starts; such rows are reported as kept.  Prunes run
+EXISTS`` (a referencing row) for every foreign key pointing at the table, whatever its
+``ON DELETE`` action, read from the catalog of every schema (PostgreSQL) or database
+(MariaDB) when the run starts, and read again inside each batch's transaction after its
+DELETE took the table's write lock: a foreign key the run did not know rolls the batch
+back (``ReferencesChanged``, exit 2).  When the catalog cannot be read the prune is
+refused.  Such rows are reported as kept.  Prunes run
 children first (a prune of ``ports`` before one of ``nodes`` when ports reference
 nodes), so a parent whose children this run deleted goes in the same run.
 """
@@ -33,8 +37,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql import ColumnElement, TableClause
 
-from migrations_policy.core.errors import ConfigError
+from migrations_policy.core.errors import ConfigError, PolicyError
 from migrations_policy.data.declare import NAME_PATTERN, Batch, DataMigration, Registry
+from migrations_policy.data.references import Reference, read_references, reference_idents
 
 LEDGER_PREFIX = "prune_"
 #: Keys bound in one statement of a shadowed batch (SQLite accepts 32,766 parameters; small is fine).
@@ -78,27 +83,31 @@ def prunes_in(modules: Iterable[Any]) -> list[Prune]:
     return [value for module in modules for value in vars(module).values() if isinstance(value, Prune)]
 
 
-def _references(inspector: Any, table: str) -> list[tuple[str, list[str], list[str]]]:
-    """(referencing table, its columns, referred columns) of every foreign key pointing at *table*."""
-    found = []
-    for other in inspector.get_table_names():
-        for fk in inspector.get_foreign_keys(other):
-            if fk.get("referred_table") == table and fk.get("constrained_columns"):
-                found.append((other, fk["constrained_columns"], fk["referred_columns"]))
-    return found
+def _references(connection: Connection, table: str) -> list[Reference]:
+    """Every foreign key pointing at *table* (in the connection's default schema), from the catalog of
+    every schema (PostgreSQL) or database (MariaDB/MySQL) the server knows, not only the default one
+    (``data/references.py``).  Raises ``ReferencesUnreadable`` when that catalog cannot be read."""
+    return read_references(connection, table)
 
 
-def _not_referenced(prune: Prune, references: list) -> ColumnElement[bool]:
+def _not_referenced(prune: Prune, references: list[Reference]) -> ColumnElement[bool]:
     conditions = []
-    for number, (other, columns, referred) in enumerate(references):
-        missing = [r for r in referred if r not in prune.table.c]
+    for number, reference in enumerate(references):
+        missing = [r for r in reference.referred if r not in prune.table.c]
         if missing:
-            raise ConfigError(f"prune {prune.name!r}: {other} references {prune.table.name}."
+            raise ConfigError(f"prune {prune.name!r}: {reference.name} references {prune.table.name}."
                               f"{', '.join(missing)}: name that column in the prune's table")
-        child = sa.table(other, *(sa.column(c) for c in columns)).alias(f"referencing_{number}")
-        match = sa.and_(*(child.c[c] == prune.table.c[r] for c, r in zip(columns, referred)))
+        child = sa.table(reference.table, *(sa.column(c) for c in reference.columns),
+                         schema=reference.schema).alias(f"referencing_{number}")
+        match = sa.and_(*(child.c[c] == prune.table.c[r] for c, r in zip(reference.columns, reference.referred)))
         conditions.append(~sa.exists().where(match))
     return sa.and_(sa.true(), *conditions)
+
+
+class ReferencesChanged(PolicyError):
+    """A foreign key pointing at the pruned table appeared (or changed) while the prune ran."""
+
+    exit_code = 2
 
 
 class PruneMigration(DataMigration):
@@ -121,13 +130,30 @@ def as_migration(prune: Prune, connection: Connection) -> tuple[DataMigration, C
         if missing:
             raise ConfigError(f"prune {prune.name!r}: shadow table {prune.shadow!r} lacks column(s) "
                               f"{', '.join(sorted(missing))}")
-    free = _not_referenced(prune, _references(inspector, prune.table.name))
+    references = _references(connection, prune.table.name)
+    known = frozenset(r.ident for r in references)
+    free = _not_referenced(prune, references)
     source = sa.table(prune.table.name, *(sa.column(c) for c in columns))
     shadow = sa.table(prune.shadow, *(sa.column(c) for c in columns)) if prune.shadow else None
 
     key = prune.table.c[prune.key]
 
     def delete_batch(conn: Connection, batch: Batch) -> int:
+        deleted = _delete(conn, batch)
+        # Judged under the lock, before the batch commits: the DELETE holds the table's write lock, which
+        # a new foreign key to the table must wait for (PostgreSQL: SHARE ROW EXCLUSIVE against our ROW
+        # EXCLUSIVE; MariaDB: the metadata lock of the referenced table), so the references read now are
+        # those the delete ran against.  Any the run did not know: the batch rolls back (its ON DELETE
+        # action may have cascaded), and the prune stops with one line; a rerun reads them.
+        if reference_idents(conn, prune.table.name) != known:
+            now = _references(conn, prune.table.name)
+            new = sorted({r.name for r in set(now) - set(references)} | {r.name for r in set(references) - set(now)})
+            raise ReferencesChanged(f"prune {prune.name!r}: the foreign keys referencing {prune.table.name} "
+                                    f"changed while it ran ({', '.join(new) or 'one re-created'}): this batch was "
+                                    "rolled back; rerun dbsync prune")
+        return deleted
+
+    def _delete(conn: Connection, batch: Batch) -> int:
         if shadow is None:  # one statement decides which rows go
             return conn.execute(sa.delete(prune.table).where(batch.where)).rowcount
         # The rows that go are locked first: a writer that soft-deletes or restores one between its
@@ -151,9 +177,9 @@ def as_migration(prune: Prune, connection: Connection) -> tuple[DataMigration, C
 
 def children_first(prunes: list[Prune], connection: Connection) -> list[list[Prune]]:
     """*prunes* in levels: a prune of a referencing table comes in a level before its parent's."""
-    inspector = sa.inspect(connection)
     pruned = {p.table.name for p in prunes}
-    children = {name: {other for other, _, _ in _references(inspector, name) if other in pruned and other != name}
+    children = {name: {r.table for r in _references(connection, name)
+                       if r.schema is None and r.table in pruned and r.table != name}
                 for name in pruned}
     levels, done = [], set()
     while len(done) < len(pruned):

@@ -22,7 +22,7 @@ release's newest version of their object.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -116,9 +116,13 @@ class ObjectVersionReport:
                 + " (finish the data migrations: dbsync online_data_migrations)")
 
 
-def check_object_versions(connection: Connection, mapping: ReleaseMapping, release: str | None = None
+def check_object_versions(connection: Connection, mapping: ReleaseMapping, release: str | None = None,
+                          added_by_pending: Callable[[], set[tuple[str, str | None]]] | None = None
                           ) -> ObjectVersionReport:
-    """Count rows whose version is NULL or not accepted; absent tables and columns are tolerated."""
+    """Count rows whose version is NULL or not accepted; absent tables and columns are tolerated,
+    and so are those *added_by_pending* (called only when some rows would be refused) names:
+    ``(table, column)`` / ``(table, None)`` that pending expand revisions add, partly applied or not
+    (their rows were written before the column existed, by nothing the mapping could judge)."""
     inspector = sa.inspect(connection)
     accepted = mapping.accepted(release)
     checks = []
@@ -141,6 +145,12 @@ def check_object_versions(connection: Connection, mapping: ReleaseMapping, relea
                 check.unaccepted[value] = count
         if check.null_rows or check.unaccepted:
             check.status = BAD
+    if added_by_pending is not None and any(c.status == BAD for c in checks):
+        added = added_by_pending()
+        for check in checks:
+            if check.status == BAD and ({(check.table.lower(), mapping.column.lower()),
+                                         (check.table.lower(), None)} & added):
+                check.status, check.null_rows, check.unaccepted = NO_COLUMN, 0, {}
     return ObjectVersionReport(checks)
 
 

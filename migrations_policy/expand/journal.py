@@ -51,6 +51,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -120,6 +121,16 @@ def describe(text: str) -> str:
     known = [o.describe() for o in operations if o.kind != "other"]
     label = "; ".join(known) if known else " ".join(text.split())[:120]
     return label[:255]
+
+
+_ADDED = re.compile(r"(?:^|; )add column (?P<table>[^\s.;]+(?:\.[^\s.;]+)?)\.(?P<column>[^\s.;]+)(?=;|$)")
+
+
+def added_by_description(description: str) -> set[tuple[str, str | None]]:
+    """``(table, column)`` of the columns a journaled statement adds, from its description
+    (``add column nodes.version``): what an interrupted run applied, without its script."""
+    return {(match.group("table").split(".")[-1].lower(), match.group("column").lower())
+            for match in _ADDED.finditer(description or "")}
 
 
 def _applied_already(exc: BaseException) -> bool:

@@ -200,6 +200,29 @@ def ensure_mariadb_installed() -> tuple[str, str]:
     return found
 
 
+def ensure_sqlite3_cli() -> str:
+    """The ``sqlite3`` command-line shell (offline SQL is applied with it), installing Debian's
+    sqlite3 with apt-get when root and missing."""
+    found = shutil.which("sqlite3")
+    if not found:
+        apt_install("sqlite3")
+        found = shutil.which("sqlite3")
+    if not found:
+        raise ServerUnavailable("sqlite3 installed but not on PATH")
+    return found
+
+
+def ensure_mysql_client() -> str:
+    """MariaDB's command-line client (``mariadb``, or ``mysql``), from mariadb-client when missing."""
+    found = shutil.which("mariadb") or shutil.which("mysql")
+    if not found:
+        apt_install("mariadb-client")
+        found = shutil.which("mariadb") or shutil.which("mysql")
+    if not found:
+        raise ServerUnavailable("mariadb-client installed but neither mariadb nor mysql is on PATH")
+    return found
+
+
 def start_mariadb() -> Server:
     mariadbd, install_db = ensure_mariadb_installed()
     user = _unprivileged_user("mysql")

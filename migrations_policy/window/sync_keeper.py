@@ -21,7 +21,9 @@ The decision, made here for the gate's offline pass and the live run alike:
   execute.  An expand cannot replace a pair's triggers: create a new pair.
 * **Side-effect losses** (a table re-created under its triggers): ours to undo.
   :func:`keeping` reads every live sync trigger's definition from the catalog
-  before the revision (SQLite: the ``CREATE TRIGGER`` text ``sqlite_master``
+  before the revision, and again, for the table, just before a statement drops a
+  table (so the triggers the revision itself created before re-creating their table
+  count too) (SQLite: the ``CREATE TRIGGER`` text ``sqlite_master``
   keeps; PostgreSQL: ``pg_get_functiondef`` / ``pg_get_triggerdef``; MariaDB:
   ``SHOW CREATE TRIGGER``) and, when the revision's statements are done and
   before its version is recorded, re-installs those missing whose table and both
@@ -154,13 +156,19 @@ def keeping(connection: Connection, where: str, revision: str, phase: str | None
     if phase != CONTRACT:  # a contract may drop a broken pair: that is the way out
         _refuse_faults(connection, where, f"revision {revision} not run", set())
     live = sync_triggers(connection)
-    if not live:
-        yield
-        _refuse_faults(connection, where, f"revision {revision} leaves it so", set())
-        return
-    definitions = trigger_definitions(connection, live)
+    definitions = trigger_definitions(connection, live) if live else {}
     released: set[str] = set()
     busy = False
+
+    def dropped_now(conn: Connection, tables: set[str]) -> None:
+        """The sync triggers on *tables* as the statement dropping them is about to run: those the
+        revision itself created (``op.create_sync_trigger`` before a batch re-creates the table) are
+        kept as those found before it are (read when it is true, not only before the revision)."""
+        known = {t.trigger for t in live}
+        found = [t for t in sync_triggers(conn) if t.table.lower() in tables and t.trigger not in known]
+        if found:
+            definitions.update(trigger_definitions(conn, found))
+            live.extend(found)
 
     def before_cursor_execute(conn, cursor, statement, parameters, context, executemany):
         nonlocal busy
@@ -172,6 +180,12 @@ def keeping(connection: Connection, where: str, revision: str, phase: str | None
                 refusal = refusal or explicit_drop_refusal(where, revision, phase, trigger, _HOW)
                 released.add(trigger.trigger)  # a contract's to drop: not put back
         tables = {o.table.lower() for o in from_sql(statement) if o.kind == m.DROP_TABLE and o.table}
+        if tables:
+            busy = True  # the reads below execute on this connection
+            try:
+                dropped_now(conn, tables)
+            finally:
+                busy = False
         carried = [t for t in live if t.table.lower() in tables and t.trigger not in released]
         if carried and refusal is None:
             busy = True  # the check below may execute on this connection
