@@ -268,7 +268,7 @@ class Planner:
         name = stubs.migration_name(table, new_name, "from", old)
         required = not model.nullable if model is not None else op.existing_nullable is False
         not_null = f", and makes {new_name!r} NOT NULL" if required else ""
-        narrowed = _narrowed_length(op.existing_type, new_type)
+        narrowed = classify.narrowed_length(op.existing_type, new_type)
         if narrowed is not None:
             self.plan.expand.append(Note(
                 f"NARROWING {table}.{old} to {narrowed} characters: a longer value is not copied (the\n"
@@ -406,14 +406,6 @@ def process_revision_directives(context, revision, directives) -> None:
     directives[:] = build_scripts(context, script, plan)
     if not directives:
         context.config.print_stdout("No schema changes detected; no revision written.")
-
-
-def _narrowed_length(old: Any, new: Any) -> int | None:
-    """The new length when a string column gets shorter (``Text`` -> ``String(n)`` too), else None."""
-    if isinstance(new, sa.String) and new.length and isinstance(old, sa.String) \
-            and (old.length is None or old.length > new.length):
-        return new.length
-    return None
 
 
 def _warn_about_check_constraints(config, metadata) -> None:
