@@ -12,6 +12,9 @@ uses — and its phase comes from ``policy.phase_of``.  The answers it acts on:
 
 from __future__ import annotations
 
+from typing import Any
+
+import sqlalchemy as sa
 from alembic.operations import ops
 
 from migrations_policy import policy
@@ -56,3 +59,11 @@ def single_aspects(op: ops.AlterColumnOp) -> list[ops.AlterColumnOp]:
     if op.modify_comment is not False:
         changes.append({"modify_comment": op.modify_comment})
     return [ops.AlterColumnOp(op.table_name, op.column_name, **common, **change) for change in changes]
+
+
+def narrowed_length(old: Any, new: Any) -> int | None:
+    """The new length when a string column gets shorter (``Text`` -> ``String(n)`` too), else None."""
+    if isinstance(new, sa.String) and new.length and isinstance(old, sa.String) \
+            and (old.length is None or old.length > new.length):
+        return new.length
+    return None

@@ -6,8 +6,10 @@ and an add.  For every table or column the contract drops, the split either pair
 the data's new home (a type change or rename it sees as one: the copy and sync triggers;
 an unambiguous drop + add of the same kind of type: a GUESSED rename, ``guessed_renames``)
 or writes a ``move`` stub (``stubs.MOVE``) naming the data at stake, which fails closed
-until the developer writes the move or lets the data go (``drops_data``, judged by
-``gate.data_drops``).
+(loading the module raises) until the developer writes the move or deletes it.  The stub is
+not listed in ``requires_data_migrations``: the gate (``gate.data_drops``) judges the data
+itself when the contract runs, so a table or column that holds nothing goes, one that holds
+data waits until a declared migration that reads it completes or ``drops_data`` names it.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from migrations_policy.authoring import stubs
 #: Contract-script text when a move stub is written: where the author records a decision.
 DROPS_DATA_HINT = (
     "# Data this contract may drop although no migration moved it: {'table.column' or 'table': 'why'}.\n"
-    "# The gate refuses a contract that drops data no completed migration moved and this does not name.\n"
+    "# The gate refuses a contract that drops data (a row, a non-NULL value) that no declared data\n"
+    "# migration reads and this does not name.\n"
     "# drops_data = {}")
 
 

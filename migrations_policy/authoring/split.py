@@ -268,7 +268,7 @@ class Planner:
         name = stubs.migration_name(table, new_name, "from", old)
         required = not model.nullable if model is not None else op.existing_nullable is False
         not_null = f", and makes {new_name!r} NOT NULL" if required else ""
-        narrowed = _narrowed_length(op.existing_type, new_type)
+        narrowed = classify.narrowed_length(op.existing_type, new_type)
         if narrowed is not None:
             self.plan.expand.append(Note(
                 f"NARROWING {table}.{old} to {narrowed} characters: a longer value is not copied (the\n"
@@ -408,14 +408,6 @@ def process_revision_directives(context, revision, directives) -> None:
         context.config.print_stdout("No schema changes detected; no revision written.")
 
 
-def _narrowed_length(old: Any, new: Any) -> int | None:
-    """The new length when a string column gets shorter (``Text`` -> ``String(n)`` too), else None."""
-    if isinstance(new, sa.String) and new.length and isinstance(old, sa.String) \
-            and (old.length is None or old.length > new.length):
-        return new.length
-    return None
-
-
 def _warn_about_check_constraints(config, metadata) -> None:
     """Alembic's autogenerate does not compare CHECK constraints: say so, naming the models' ones."""
     tables = metadata if isinstance(metadata, (list, tuple)) else [metadata]
@@ -447,8 +439,9 @@ def build_scripts(context, script: ops.MigrationScript, plan: Plan) -> list[ops.
         depends = expand_id if plan.expand else directory.get_revision(f"{EXPAND}@head").revision
         contract = _script(contract_id, contract_ops, script.message, CONTRACT, _branch_dir(directory, CONTRACT))
         contract.depends_on = depends
-        if plan.stubs:
-            names = "".join(f"\n    {stub.name!r}," for stub in plan.stubs)
+        required = [stub for stub in plan.stubs if stub.kind != stubs.MOVE]  # moves: the gate judges the data
+        if required:
+            names = "".join(f"\n    {stub.name!r}," for stub in required)
             contract.imports.add(f"# The contract gate refuses this revision until these are complete.\n"
                                  f"requires_data_migrations = ({names}\n)")
         if any(stub.kind == stubs.MOVE for stub in plan.stubs):

@@ -4,7 +4,7 @@ Autogenerate writes a drop and an add for a table rename, a column moved to anot
 table, split, merged or changed in kind; a hand-written contract may drop anything.  The
 drop guard (``drop_guard``) protects what an *unfinished* data migration reads; this
 module closes the rest of the class: for every table or column a revision's ``upgrade()``
-(run offline) drops or renames away, the gate refuses the revision while that table has a
+(run offline) drops (or a table it truncates), the gate refuses the revision while that table has a
 row, or that column a non-NULL value, unless
 
 * a declared data migration reads it (it moved the data: the gate already waits for it to
@@ -29,8 +29,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from migrations_policy.gate.drop_guard import Destroyed, describe, destroyed, readers
+from migrations_policy.policy import model as m
 
 ATTRIBUTE = "drops_data"
+_DROPS = (m.DROP_TABLE, m.DROP_COLUMN, m.TRUNCATE)
 
 
 def decisions(rev: Any) -> tuple[dict[str, str], str | None]:
@@ -72,13 +74,15 @@ def _holds_data(connection: Connection, item: Destroyed) -> bool:
 
 
 def dropped_by(rev: Any, dialect_name: str) -> list[Destroyed]:
-    """What *rev*'s ``upgrade()``, run offline, drops or renames away (nothing when it cannot run
-    offline: the drop guard's watch judges those statements as they run)."""
+    """The tables and columns *rev*'s ``upgrade()``, run offline, drops or truncates (nothing when
+    it cannot run offline: the drop guard's watch judges those statements as they run)."""
     from migrations_policy.core.offline_run import dropping_operations
     from migrations_policy.policy.alembic_ops import from_alembic
 
     recorded, _ = dropping_operations(rev.module.upgrade, dialect_name)
-    return destroyed(o for op in recorded for o in from_alembic(op))
+    # drops only: a rename or a type change in place keeps the data (the drop guard and the
+    # linter judge those), and a table's rows are lost to DROP TABLE and TRUNCATE alike
+    return destroyed(o for op in recorded for o in from_alembic(op) if o.kind in _DROPS)
 
 
 def refusals(connection: Connection, rev: Any, registry: Any) -> list[str]:

@@ -116,8 +116,9 @@ def sqlite_workspace(tmp_path) -> Workspace:
 
 def let_data_go(files: dict, decided: dict[str, str] | None = None) -> list[str]:
     """The documented 'let it go' edit of a move stub: delete the ``*_moved`` migrations from the
-    stub module and their names from the contract's ``requires_data_migrations``; with
-    *decided*, record the decision (``drops_data``) in the contract script.  Returns the names."""
+    stub module (and their names from the contract's ``requires_data_migrations``, should a
+    developer have listed them); with *decided*, record the decision (``drops_data``) in the
+    contract script.  Returns the names."""
     import re
 
     data, contract = files["data"].read_text(), files["contract"].read_text()

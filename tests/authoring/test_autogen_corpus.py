@@ -20,7 +20,6 @@ import os
 import random
 import re
 import runpy
-import sys
 
 import pytest
 import sqlalchemy as sa
@@ -306,10 +305,6 @@ KINDS = [RenameTable, BoolToStatus, MoveToChild, SplitColumn, MergeColumns, Stri
 def _models(kinds, attr: str, convention: bool) -> str:
     body = "".join(getattr(k, attr) if attr != "v2_edited" else (k.v2_edited or k.v2) for k in kinds)
     return (CONVENTION if convention else "") + body
-
-
-def _data_file_module(path):
-    return path.stem
 
 
 def _compare(workspace, engine) -> list:

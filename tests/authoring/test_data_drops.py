@@ -57,8 +57,7 @@ def test_the_gate_refuses_exactly_the_unmoved_drops_of_data(workspace, backend, 
     print("dropped:", dropped, "holding data:", sorted(holds))
     workspace.models(_models(kept))
     files = workspace.revision("release n plus 1")
-    names = let_data_go(files)  # the move stubs deleted without a word: only the gate stands
-    assert sorted(names) == sorted(d.replace(".", "_") + "_moved" for d in dropped)
+    names = let_data_go(files) if "data" in files else []  # the move stubs deleted without a word
     workspace.upgrade("expand@head") if "expand" in files else None
     at_stake = [d for d in dropped if d in holds]
     decided = {d: f"reason {i}" for i, d in enumerate(d for d in at_stake if rng.random() < 0.5)}
@@ -83,6 +82,7 @@ def test_the_gate_refuses_exactly_the_unmoved_drops_of_data(workspace, backend, 
             line for line in text.splitlines() if line.startswith("drops_data = "))
         files["contract"].write_text(text.replace(old, f"drops_data = {decided!r}"))
     workspace.upgrade("heads")
+    assert sorted(names) == sorted(d.replace(".", "_") + "_moved" for d in dropped), "a move stub per drop"
     with engine.connect() as conn:
         assert not any(sa.inspect(conn).has_table(t) for t in dropped_tables)
     done = _cli(workspace, "main", "notes", "-c", str(workspace.ini), "--format", "json", "base", "heads")
