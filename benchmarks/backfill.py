@@ -36,6 +36,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -161,9 +162,19 @@ def measure(url: sa.URL, method: str, rows: int, batch_size: int, orm_rows: int,
     return result
 
 
-def best_of(repeat: int, *args, **kwargs) -> dict:
-    """The fastest of *repeat* measurements (a shared machine only ever makes things slower)."""
-    return max((measure(*args, **kwargs) for _ in range(repeat)), key=lambda r: r["rows_per_s"])
+def interleaved(repeat: int, url: sa.URL, rows: int, method: str, batch_size: int, batch_seconds: float = 0.0
+                ) -> tuple[dict, list[float], list[dict]]:
+    """*repeat* rounds A B: the single UPDATE on a fresh table, then *method* on a fresh table;
+    (*method*'s median round, the per-round ratios of its rows/s to the UPDATE's, the UPDATEs)."""
+    results, ratios, singles = [], [], []
+    for _ in range(repeat):
+        single = measure(url, "single", rows, 0, 0)
+        result = measure(url, method, rows, batch_size, 0, batch_seconds=batch_seconds)
+        singles.append(single)
+        results.append(result)
+        ratios.append(result["rows_per_s"] / single["rows_per_s"])
+    middle = sorted(range(repeat), key=lambda i: ratios[i])[(repeat - 1) // 2]
+    return results[middle], ratios, singles
 
 
 ORM_SAMPLES = (0.25, 0.5, 0.75)  # besides the start: how far done the table is when the ORM loop is sampled
@@ -171,29 +182,40 @@ ORM_SAMPLES = (0.25, 0.5, 0.75)  # besides the start: how far done the table is 
 
 def bench_backend(name: str, url: sa.URL, rows: int, batch_sizes: list[int], batch_seconds: list[float],
                   orm_rows: int, repeat: int = 1) -> list[dict]:
-    results = [{"method": "single UPDATE", **best_of(repeat, url, "single", rows, 0, 0)}]
-    for size in batch_sizes:
-        results.append({"method": f"runner b{size}", **best_of(repeat, url, "runner", rows, size, 0)})
-    for target in batch_seconds:
-        results.append({"method": f"runner ≤{target * 1000:g}ms",
-                        **best_of(repeat, url, "runner", rows, 5000, 0, batch_seconds=target)})
+    """Each runner configuration in *repeat* interleaved rounds with the single UPDATE (A B A B):
+    its figure is the median of the per-round ratios, since a shared machine's load varies more
+    between minutes than between two neighbouring runs."""
+    configs = [(f"runner b{size}", size, 0.0) for size in batch_sizes] + \
+        [(f"runner ≤{target * 1000:g}ms", 5000, target) for target in batch_seconds]
+    results, singles = [], []
+    for label, size, target in configs:
+        result, ratios, paired = interleaved(repeat, url, rows, "runner", size, target)
+        singles.extend(paired)
+        results.append({"method": label, **result, "ratios": ratios, "x_update": statistics.median(ratios)})
+        print(f"{name} {rows:,} rows {label}: per-round x UPDATE " + ", ".join(f"{r:.2f}" for r in ratios)
+              + f"; median {statistics.median(ratios):.2f}x", flush=True)
+    single = sorted(singles, key=lambda r: r["rows_per_s"])[(len(singles) - 1) // 2] if singles else \
+        measure(url, "single", rows, 0, 0)
+    results.insert(0, {"method": "single UPDATE", **single, "x_update": 1.0})
     orm_rows = min(orm_rows, rows // 4)
-    orm = [] if not orm_rows else [{"method": "ORM loop 50", **best_of(repeat, url, "orm", rows, 0, orm_rows)}]
+    orm = [] if not orm_rows else [{"method": "ORM loop 50", **measure(url, "orm", rows, 0, orm_rows)}]
     for done in ORM_SAMPLES if orm_rows else ():
-        orm.append({"method": f"ORM @{done:.0%}",
-                    **best_of(repeat, url, "orm", rows, 0, orm_rows, done_before=int(rows * done))})
+        orm.append({"method": f"ORM @{done:.0%}", **measure(url, "orm", rows, 0, orm_rows, done_before=int(rows * done))})
     results.extend(orm)
-    limit, orm_best = results[0]["rows_per_s"], orm[0]["rows_per_s"] if orm else float("nan")
+    orm_best = orm[0]["rows_per_s"] if orm else float("nan")
     orm_run = len(orm) / sum(1 / r["rows_per_s"] for r in orm) if orm else float("nan")  # the whole run, estimated
-    print(f"\n{name}, {rows:,} rows; the ORM loop over {orm_rows:,} rows from the start (x ORM: its best case) "
-          f"and at {', '.join(f'{d:.0%}' for d in ORM_SAMPLES)} done (x ORM run: against the whole run these "
-          f"estimate, {orm_run:,.0f} rows/s)")
+    print(f"\n{name}, {rows:,} rows; x UPDATE: median of {repeat} interleaved rounds' ratios (runners), "
+          f"rows/s of the median round; the ORM loop over {orm_rows:,} rows from the start (x ORM: its best "
+          f"case) and at {', '.join(f'{d:.0%}' for d in ORM_SAMPLES)} done (x ORM run: against the whole run "
+          f"these estimate, {orm_run:,.0f} rows/s)")
     print(f"{'method':<16}{'rows':>10}{'seconds':>9}{'rows/s':>11}{'x UPDATE':>10}{'x ORM':>8}{'x ORM run':>11}"
           f"{'longest batch':>15}{'peak RSS':>10}  batch sizes")
+    limit = results[0]["rows_per_s"]
     for r in results:
         sizes = r.get("batch_sizes")
+        x_update = r.get("x_update", r["rows_per_s"] / limit)
         print(f"{r['method']:<16}{r['rows']:>10,}{r['seconds']:>9.2f}{r['rows_per_s']:>11,.0f}"
-              f"{r['rows_per_s'] / limit:>10.2f}{r['rows_per_s'] / orm_best:>8.1f}{r['rows_per_s'] / orm_run:>11.1f}"
+              f"{x_update:>10.2f}{r['rows_per_s'] / orm_best:>8.1f}{r['rows_per_s'] / orm_run:>11.1f}"
               f"{r['longest_batch'] * 1000:>12.1f} ms{r['peak_rss_mb']:>7.0f} MB"
               f"  {f'{sizes[0]:,}-{sizes[1]:,}' if sizes else ''}")
     return results
@@ -208,7 +230,8 @@ def main() -> None:
                         help="batch time targets to run (each starting at 5000 rows); '' for none")
     parser.add_argument("--orm-rows", type=int, default=20000,
                         help="rows the ORM loop migrates before it is stopped (0: skip the ORM loop)")
-    parser.add_argument("--repeat", type=int, default=1, help="measure each method this many times, keep the best")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="interleaved rounds (single UPDATE, runner) per runner configuration; the median ratio")
     parser.add_argument("--json", metavar="FILE", help="also write every result to FILE")
     parser.add_argument("--child", choices=METHODS, help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)

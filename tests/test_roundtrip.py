@@ -47,7 +47,9 @@ def test_upgrade_downgrade_roundtrip(example_project, db_engine, backend):
     # the override of the forced downgrade stay too (the ledger went with expand_root)
     framework = {"alembic_version", "migrations_policy_revisions", "migrations_policy_statements",
                  "migrations_policy_revision_history", "migrations_policy_releases",
-                 "migrations_policy_gate_overrides"}
+                 "migrations_policy_gate_overrides",
+                 # the completion marks and proofs status created (data/completion.py), like the journal
+                 "migrations_policy_data_dirty", "migrations_policy_data_proofs"}
     assert _tables(db_engine) - framework == set()
     with db_engine.connect() as conn:
         actions = [r.action for r in conn.execute(sa.text(

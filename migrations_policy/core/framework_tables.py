@@ -12,10 +12,14 @@
   which, the expand and contract revisions it applied, whether it installed the schema
   (``gate/releases.py``; ``dbsync rollback`` reverts the last release whose contract has not run);
 * ``migrations_policy_data_claims``: the key ranges data-migration runners are migrating
-  right now (``data/claims.py``), so several runners work on one migration at once.
+  right now (``data/claims.py``), so several runners work on one migration at once;
+* ``migrations_policy_data_dirty`` and ``migrations_policy_data_proofs``: the marks that
+  triggers leave on every write to a table a pending predicate reads, and the completions
+  proven since (``data/completion.py``), so a completion is proven once, not on every call.
 
 The revision tables and the journal are created on demand by the env.py hook
-(``runtime.py``), the claims by the first data-migration run that can use them, so a
+(``runtime.py``), the claims by the first data-migration run that can use them (the
+marks and proofs by the first ``status``, ``check`` or run that can install them), so a
 project adopting migrations_policy needs no revision for them.
 """
 

@@ -79,12 +79,14 @@ _PURE = {"coalesce", "lower", "upper", "length", "char_length", "concat", "abs",
          "count", "max", "min", "sum", "json_extract", "jsonb_typeof", "json_typeof"}
 
 
-def rememberable(migration: DataMigration) -> bool:
+def rememberable(migration: DataMigration | Subject) -> bool:
     """Whether every table and function the pending predicate reads is known (fail closed)."""
+    if getattr(migration, "schema_qualified", False) or not migration.columns_used():
+        return False
     for element in sa.sql.visitors.iterate(migration.pending):
         if isinstance(element, sa.TextClause):
             return False
-        if isinstance(element, sa.ColumnClause) and element.table is None:
+        if isinstance(element, sa.ColumnClause) and element.table is None and element.name != "*":  # EXISTS's *
             return False
         if isinstance(element, sa_functions.FunctionElement):
             name = getattr(element, "name", "") or ""
@@ -93,27 +95,116 @@ def rememberable(migration: DataMigration) -> bool:
     return True
 
 
+class Subject:
+    """Something other than a data migration whose emptiness a proof remembers: the rows of
+    *query*, a SELECT over tables of the current schema (a contract's precondition: the rows
+    a constraint it adds would reject).  Quacks like the ``DataMigration`` parts used here."""
+
+    values = None
+
+    def __init__(self, label: str, query: Any, dialect: Any):
+        compiled = str(query.compile(dialect=dialect, compile_kwargs={"literal_binds": True}))
+        self.name = f"{label} {_digest(compiled)[:24]}"[:128]
+        self.pending = query
+        self._used: dict[str, set[str]] = {}
+        self.schema_qualified = False
+        for element in sa.sql.visitors.iterate(query):
+            table = getattr(element, "table", None) if isinstance(element, sa.ColumnClause) else None
+            while isinstance(table, sa.sql.selectable.Alias) and isinstance(table.element, sa.TableClause):
+                table = table.element
+            if isinstance(table, sa.TableClause) and not isinstance(table, sa.sql.selectable.Subquery):
+                self.schema_qualified = self.schema_qualified or table.schema is not None
+                self._used.setdefault(table.name, set()).add(element.name)
+
+    @property
+    def table_name(self) -> str:
+        return next(iter(self._used), "")
+
+    def columns_used(self) -> dict[str, set[str]]:
+        return self._used
+
+
 def _digest(*parts: Any) -> str:
     return hashlib.sha256(json.dumps(parts, default=str, sort_keys=True).encode()).hexdigest()
 
 
-def _tables(conn: Connection, migration: DataMigration, inspector: Any) -> list[str]:
-    """The tables whose writes can change the pending predicate: the ones it reads, and (for
-    foreign-key actions, which fire no trigger on MariaDB) the tables their cascading foreign
-    keys refer to, transitively."""
-    found = set(migration.columns_used())
+class Snapshot(NamedTuple):
+    """What one call reads once, before any probe: the marks, the proofs, the mark triggers
+    present (and enabled), and on MariaDB/MySQL the cascading foreign keys."""
+
+    ready: bool  # the framework tables exist
+    marks: dict[str, tuple[tuple[int, int], ...]]  # migration: ((session_id, seq), ...)
+    proofs: dict[str, str]  # migration: fingerprint
+    triggers: dict[str, str]  # trigger name: its table (lower case)
+    parents: dict[str, set[str]]  # table (lower case): tables whose FK actions write it (MariaDB/MySQL)
+    #: The marks and proofs as committed now, read after the triggers (validity).  Differs from
+    #: *marks*/*proofs* on MariaDB/MySQL only, whose REPEATABLE READ snapshot may predate the
+    #: catalog's state (a trigger re-installed since): there, read on a connection of their own.
+    current: tuple[dict, dict] | None = None
+
+
+_TRIGGERS = {
+    "postgresql": "SELECT t.tgname, c.relname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+                  "WHERE t.tgname LIKE :prefix AND t.tgenabled IN ('O', 'A') AND c.relnamespace = "
+                  "(SELECT oid FROM pg_namespace WHERE nspname = current_schema())",
+    "mysql": "SELECT trigger_name, event_object_table FROM information_schema.triggers "
+             "WHERE trigger_schema = DATABASE() AND trigger_name LIKE :prefix",
+    "sqlite": "SELECT name, tbl_name FROM sqlite_master WHERE type = 'trigger' AND name LIKE :prefix",
+}
+#: MariaDB/MySQL run no trigger for the rows a foreign key's action changes: the tables those
+#: actions come from get mark triggers too.  (PostgreSQL and SQLite run the child's triggers.)
+_CASCADES = ("SELECT table_name, referenced_table_name FROM information_schema.referential_constraints "
+             "WHERE constraint_schema = DATABASE() AND (delete_rule NOT IN ('RESTRICT', 'NO ACTION') "
+             "OR update_rule NOT IN ('RESTRICT', 'NO ACTION'))")
+
+
+def _dialect(conn: Connection) -> str:
+    return "mysql" if conn.dialect.name == "mariadb" else conn.dialect.name
+
+
+def snapshot(conn: Connection, inspector: Any = None) -> Snapshot:
+    """Read once per call, before any probe (a handful of statements whatever the registry)."""
+    inspector = inspector or sa.inspect(conn)
+    dialect = _dialect(conn)
+    parents: dict[str, set[str]] = {}
+    if dialect == "mysql":
+        for child, parent in conn.execute(sa.text(_CASCADES)):
+            parents.setdefault(child.lower(), set()).add(parent)
+    triggers = {name: table.lower() for name, table in
+                conn.execute(sa.text(_TRIGGERS[dialect]), {"prefix": TRIGGER_PREFIX + "%"})}
+    if not (inspector.has_table(DIRTY_TABLE) and inspector.has_table(PROOFS_TABLE)):
+        return Snapshot(False, {}, {}, triggers, parents)
+    try:
+        marks, stored = _marks_and_proofs(conn)
+    except sa.exc.OperationalError as exc:  # MariaDB: the tables are newer than this transaction's
+        if dialect != "mysql" or getattr(exc.orig, "args", (None,))[0] != 1412:  # snapshot: prove next time
+            raise
+        return Snapshot(False, {}, {}, triggers, parents)
+    current = None
+    if dialect == "mysql":
+        with conn.engine.connect() as fresh:
+            current = _marks_and_proofs(fresh)
+    return Snapshot(True, marks, stored, triggers, parents, current)
+
+
+def _marks_and_proofs(conn: Connection) -> tuple[dict, dict]:
+    marks: dict[str, tuple] = {}
+    for name, session_id, seq in conn.execute(sa.select(dirty.c.migration, dirty.c.session_id, dirty.c.seq)):
+        marks[name] = (*marks.get(name, ()), (session_id, seq))
+    return marks, dict(conn.execute(sa.select(proofs.c.migration, proofs.c.fingerprint)).all())
+
+
+def _tables(migration: DataMigration, snap: Snapshot) -> list[str]:
+    """The tables whose writes can change the pending predicate: the ones it reads, and on
+    MariaDB/MySQL the tables whose cascading foreign keys write them, transitively."""
+    found = {t.lower(): t for t in migration.columns_used()}
     todo = list(found)
     while todo:
-        table = todo.pop()
-        if not inspector.has_table(table):
-            continue
-        for fk in inspector.get_foreign_keys(table):
-            actions = {str((fk.get("options") or {}).get(a, "")).upper() for a in ("ondelete", "onupdate")}
-            parent = fk.get("referred_table")
-            if parent and actions - {"", "NO ACTION", "RESTRICT", "NONE"} and parent not in found:
-                found.add(parent)
-                todo.append(parent)
-    return sorted(found)
+        for parent in snap.parents.get(todo.pop(), ()):
+            if parent.lower() not in found:
+                found[parent.lower()] = parent
+                todo.append(parent.lower())
+    return sorted(found.values())
 
 
 def trigger_name(migration: str, table: str) -> str:
@@ -122,6 +213,11 @@ def trigger_name(migration: str, table: str) -> str:
 
 def _suffixes(dialect: str) -> tuple[str, ...]:
     return ("",) if dialect == "postgresql" else ("_ai", "_au", "_ad")
+
+
+def _installed(dialect: str, migration: DataMigration, snap: Snapshot) -> bool:
+    return all(snap.triggers.get(trigger_name(migration.name, t) + suffix) == t.lower()
+               for t in _tables(migration, snap) for suffix in _suffixes(dialect))
 
 
 class Proof(NamedTuple):
@@ -137,52 +233,35 @@ class Proof(NamedTuple):
 _NO = Proof(False, None, (), False)
 
 
-def read(conn: Connection, migration: DataMigration, inspector: Any = None) -> Proof:
-    """The migration's proof as it stands; read *before* probing (see the module's docstring)."""
-    if conn.dialect.name not in ("postgresql", "mysql", "mariadb", "sqlite") or not rememberable(migration):
+def supported(conn: Connection | Engine, migration: DataMigration) -> bool:
+    return conn.dialect.name in ("postgresql", "mysql", "mariadb", "sqlite") and rememberable(migration)
+
+
+def read(conn: Connection, migration: DataMigration, inspector: Any = None, snap: Snapshot | None = None) -> Proof:
+    """The migration's proof as it stands; read *before* probing (see the module's docstring).
+    *snap*: this call's ``snapshot``, taken before any probe (read now when None)."""
+    if not supported(conn, migration):
         return _NO
     inspector = inspector or sa.inspect(conn)
-    if not (inspector.has_table(DIRTY_TABLE) and inspector.has_table(PROOFS_TABLE)):
-        return _NO._replace(fingerprint=_fingerprint(conn, migration, inspector))
-    fingerprint = _fingerprint(conn, migration, inspector)
-    marks = tuple(tuple(r) for r in conn.execute(
-        sa.select(dirty.c.session_id, dirty.c.seq).where(dirty.c.migration == migration.name)))
-    installed = _installed(conn, migration, inspector)
-    stored = conn.execute(sa.select(proofs.c.fingerprint).where(proofs.c.migration == migration.name)).scalar()
-    return Proof(installed and not marks and stored == fingerprint, fingerprint, marks, installed)
+    snap = snap or snapshot(conn, inspector)
+    fingerprint = _fingerprint(conn, migration, inspector, snap)
+    if not snap.ready:
+        return _NO._replace(fingerprint=fingerprint)
+    marks = snap.marks.get(migration.name, ())
+    installed = _installed(_dialect(conn), migration, snap)
+    now_marks, now_proofs = snap.current or (snap.marks, snap.proofs)
+    valid = installed and not marks and not now_marks.get(migration.name) \
+        and now_proofs.get(migration.name) == fingerprint
+    return Proof(valid, fingerprint, marks, installed)
 
 
-def _fingerprint(conn: Connection, migration: DataMigration, inspector: Any) -> str:
+def _fingerprint(conn: Connection, migration: DataMigration, inspector: Any, snap: Snapshot) -> str:
     pending = str(migration.pending.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True}))
-    tables = _tables(conn, migration, inspector)
+    tables = _tables(migration, snap)
     columns = {t: [(c["name"], str(c["type"]), c.get("nullable"), str(c.get("default")))
                    for c in inspector.get_columns(t)] if inspector.has_table(t) else None for t in tables}
     return _digest(conn.dialect.name, migration.name, pending, columns,
                    [trigger_name(migration.name, t) for t in tables])
-
-
-def _installed(conn: Connection, migration: DataMigration, inspector: Any) -> bool:
-    tables = _tables(conn, migration, inspector)
-    wanted = {trigger_name(migration.name, t) + s: t for t in tables for s in _suffixes(conn.dialect.name)}
-    names = list(wanted)
-    dialect = conn.dialect.name
-    if dialect == "postgresql":
-        rows = conn.execute(sa.text(
-            "SELECT t.tgname, c.relname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
-            "WHERE t.tgname IN :names AND t.tgenabled IN ('O', 'A') AND c.relnamespace = "
-            "(SELECT oid FROM pg_namespace WHERE nspname = current_schema())"
-        ).bindparams(sa.bindparam("names", expanding=True)), {"names": names}).all()
-    elif dialect in ("mysql", "mariadb"):
-        rows = conn.execute(sa.text(
-            "SELECT trigger_name, event_object_table FROM information_schema.triggers "
-            "WHERE trigger_schema = DATABASE() AND trigger_name IN :names"
-        ).bindparams(sa.bindparam("names", expanding=True)), {"names": names}).all()
-    else:
-        rows = conn.execute(sa.text("SELECT name, tbl_name FROM sqlite_master WHERE type = 'trigger' "
-                                    "AND name IN :names").bindparams(sa.bindparam("names", expanding=True)),
-                            {"names": names}).all()
-    present = {name: table for name, table in rows}
-    return all(present.get(name, "").lower() == table.lower() for name, table in wanted.items())
 
 
 # -- writing: triggers, proofs ------------------------------------------------------------
@@ -226,16 +305,16 @@ def install(engine: Engine, migration: DataMigration) -> bool:
     mark (so that no probe whose snapshot predates the triggers proves anything).  False when
     they cannot be installed here (privileges, a lock not granted in ``LOCK_WAIT`` seconds):
     completion is then probed every time, as without them."""
-    if engine.dialect.name not in ("postgresql", "mysql", "mariadb", "sqlite") or not rememberable(migration):
+    if not supported(engine, migration):
         return False
     try:
         with engine.connect() as conn:
             metadata.create_all(conn, checkfirst=True)
             conn.commit()
-            inspector = sa.inspect(conn)
-            if _installed(conn, migration, inspector):
+            snap = snapshot(conn)
+            if _installed(_dialect(conn), migration, snap):
                 return True
-            tables = _tables(conn, migration, inspector)
+            tables = _tables(migration, snap)
             conn.rollback()
             with conn.begin(), _short_lock_wait(conn):
                 _create_triggers(conn, migration, tables)
@@ -248,15 +327,28 @@ def install(engine: Engine, migration: DataMigration) -> bool:
 def install_missing(connection: Connection, registry: Iterable[DataMigration]) -> None:
     """``install`` for the migrations of *registry* whose triggers are missing (their tables
     present), on connections of their own."""
+    chosen = [m for m in registry if supported(connection, m)]
+    if not chosen:
+        return
     inspector = sa.inspect(connection)
-    for migration in registry:
-        if connection.dialect.name not in ("postgresql", "mysql", "mariadb", "sqlite") or \
-                not rememberable(migration) or not all(inspector.has_table(t) for t in migration.columns_used()):
-            continue
-        if not _installed(connection, migration, inspector):
+    snap = snapshot(connection, inspector)
+    for migration in chosen:
+        if _applicable(inspector, migration) and not _installed(_dialect(connection), migration, snap):
             install(connection.engine, migration)
     if connection.in_transaction() and connection.dialect.name == "sqlite":
         connection.commit()  # reads only: let the installer's writes be seen
+
+
+def _applicable(inspector: Any, migration: DataMigration | Subject) -> bool:
+    """Every table and column the migration uses exists (an inapplicable one gets no triggers:
+    a database past its contract is left as it is)."""
+    for table, columns in migration.columns_used().items():
+        if not inspector.has_table(table):
+            return False
+        present = {c["name"].lower() for c in inspector.get_columns(table)}
+        if any(c.lower() not in present for c in columns if c != "*"):
+            return False
+    return True
 
 
 def _mark(conn: Connection, name: str) -> None:

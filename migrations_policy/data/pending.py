@@ -278,6 +278,7 @@ def _pending_migrations(connection: Connection, registry: Iterable[DataMigration
                         stop_at_pending: bool, states: dict, inspector: Any,
                         remember: bool = False) -> list[PendingMigration]:
     found = []
+    snap = None
     migrations = list(registry)
     if stop_at_pending:
         migrations.sort(key=lambda m: states.get(m.name, {}).get("state") == ledger.COMPLETE)
@@ -292,7 +293,9 @@ def _pending_migrations(connection: Connection, registry: Iterable[DataMigration
         if exact:
             found.append(PendingMigration(migration.name, count_pending(connection, migration), state))
             continue
-        proof = completion.read(connection, migration, inspector)
+        if snap is None:
+            snap = completion.snapshot(connection, inspector)  # once, before the first probe
+        proof = completion.read(connection, migration, inspector, snap)
         if proof.valid:
             found.append(PendingMigration(migration.name, 0, state))
         elif not has_pending(connection, migration, row.get("last_key"), inspector):

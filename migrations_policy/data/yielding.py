@@ -6,8 +6,8 @@ whichever ran its deadlock check first (after ``deadlock_timeout``), InnoDB the 
 transaction, which is always the application's (the batch has changed thousands of rows).
 So the batch must never be part of a cycle, or leave it first:
 
-* **PostgreSQL**: the batch's statement waits at most ``LOCK_WAIT`` for a row lock
-  (``lock_timeout``, local to the batch's transaction, set only around the statement); that is
+* **PostgreSQL**: the batch waits at most ``LOCK_WAIT_MS`` for a row lock (``lock_timeout``,
+  local to the batch's transaction, set just before its statement); that is
   far below ``deadlock_timeout`` (1 s by default), so a cycle is broken by the batch giving up
   before any session runs its deadlock check.
 * **MariaDB/MySQL**, set-based form: the batch first locks its pending rows in key order
@@ -31,15 +31,14 @@ from sqlalchemy.engine import Connection
 
 from migrations_policy.data.declare import Batch, DataMigration
 
-#: PostgreSQL: the longest a batch's statement waits for a row lock (well below deadlock_timeout).
-LOCK_WAIT_MS = 50
+#: PostgreSQL: the longest a batch waits for a row lock (well below deadlock_timeout, 1 s by default).
+LOCK_WAIT_MS = 100
 #: Consecutive yields after which the migration fails (the rows are locked all the time).
 MAX_YIELDS = 500
 #: PostgreSQL SQLSTATEs of a batch that gave way: lock_not_available, deadlock_detected,
 #: serialization_failure.  MySQL/MariaDB error numbers: lock wait timeout, deadlock, NOWAIT.
 _PG_STATES = {"55P03", "40P01", "40001"}
 _MYSQL_CODES = {1205, 1213, 3572}
-_SAVED = "migrations_policy.lock_timeout"
 
 
 def gave_way(exc: BaseException) -> bool:
@@ -78,21 +77,21 @@ def update(conn: Connection, migration: DataMigration, batch: Batch) -> int:
 
 
 class short_lock_wait:
-    """PostgreSQL, for the duration (inside the batch's transaction): ``lock_timeout`` of
-    ``LOCK_WAIT_MS``, then the session's own value back.  Other dialects: nothing."""
+    """PostgreSQL, inside the batch's transaction: ``lock_timeout`` of ``LOCK_WAIT_MS`` for the
+    rest of that transaction (``set_config(..., true)``: the next transaction has the session's
+    own value again).  One statement per batch: the bookkeeping after the batch's statement
+    waits at most as long too, and a timeout there is a batch that gave way like any other.
+    Other dialects: nothing."""
 
     def __init__(self, conn: Connection):
         self.conn = conn
 
     def __enter__(self) -> None:
-        conn = self.conn
-        if conn.dialect.name != "postgresql":
-            return
-        if _SAVED not in conn.info:
-            conn.info[_SAVED] = conn.execute(sa.select(sa.func.current_setting("lock_timeout"))).scalar()
-        conn.execute(sa.select(sa.func.set_config("lock_timeout", f"{LOCK_WAIT_MS}ms", True)))
+        if self.conn.dialect.name == "postgresql":
+            self.conn.execute(_SET_LOCK_WAIT)
 
-    def __exit__(self, kind: Any, *rest: Any) -> None:
-        conn = self.conn
-        if conn.dialect.name == "postgresql" and kind is None:  # after an error the transaction is aborted
-            conn.execute(sa.select(sa.func.set_config("lock_timeout", conn.info[_SAVED], True)))
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+
+_SET_LOCK_WAIT = sa.select(sa.func.set_config("lock_timeout", f"{LOCK_WAIT_MS}ms", True))

@@ -311,31 +311,48 @@ def _present(p: Precondition, table: sa.TableClause) -> bool:
     return all(c in table.c for c in p.columns if isinstance(c, str))
 
 
-def violation(connection: Connection, p: Precondition) -> Violation | None:
-    """*p*'s offending rows counted live (None when there are none, or no table to check yet)."""
+def violation(connection: Connection, p: Precondition, remember: bool = False) -> Violation | None:
+    """*p*'s offending rows counted live (None when there are none, or no table to check yet).
+
+    *remember* (``status``/``check``, never the gate of an upgrade): a count that found none is
+    remembered with the proof ``data.completion`` keeps (the database's dirty marks of the tables
+    the query reads), and not repeated while nothing was written to them."""
     table = _reflect(connection, p.table, p.schema)
     if table is None or not _present(p, table):
         return None
     query = _offending(connection, p, table)
     if isinstance(query, str):
         return Violation(p, problem=query)
+    proof = None
+    if remember:
+        from migrations_policy.data import completion
+
+        subject = completion.Subject("precondition", query, connection.dialect)
+        proof = completion.read(connection, subject)
+        if proof.valid:
+            return None
+        if proof.fingerprint is not None and not proof.installed:  # before the count reads the tables
+            completion.install(connection.engine, subject)  # (it proves on the next call)
     inner = query.subquery("mp_offending")
     count = connection.execute(sa.select(sa.func.count()).select_from(inner)).scalar_one()
     if not count:
+        if proof is not None:
+            completion.remember(connection.engine, subject, proof)
         return None
     keys = tuple(c.name for c in inner.c)
     samples = connection.execute(sa.select(inner).order_by(*inner.c).limit(SAMPLES)).all()
     return Violation(p, count, [tuple(row) for row in samples], keys)
 
 
-def violations(connection: Connection, preconditions: Iterable[Precondition]) -> list[Violation]:
+def violations(connection: Connection, preconditions: Iterable[Precondition],
+               remember: bool = False) -> list[Violation]:
     """Every precondition with offending rows.  A query the database rejects is a violation too
-    (with its error: fail closed)."""
+    (with its error: fail closed).  *remember*: see ``violation``."""
     found = []
     for p in preconditions:
         try:
             with _savepoint(connection):
-                v = violation(connection, p)
+                v = violation(connection, p, remember)
         except sa.exc.DBAPIError as exc:
             v = Violation(p, problem=f"the database rejected the check: {first_line(exc.orig or exc)}")
         if v is not None:

@@ -446,7 +446,7 @@ def schema_is_empty(connection: Connection, version_table: str = "alembic_versio
 def evaluate(connection: Connection, script: ScriptDirectory, revisions: list[Script],
              current: Iterable[str], registry: Any, version_table: str = "alembic_version",
              stamping: bool = False, known: Iterable[Any] | None = None, exact: bool = False,
-             defer_preconditions: bool = False) -> GateVerdict:
+             defer_preconditions: bool = False, remember: bool = False) -> GateVerdict:
     """Judge *revisions* (about to be applied, or recorded as applied when *stamping*) against
     the ledger and live counts.  A stamp runs no DDL, so it may record an expand and its
     contract together; it still needs their data migrations complete.  *known*: the
@@ -455,7 +455,9 @@ def evaluate(connection: Connection, script: ScriptDirectory, revisions: list[Sc
     of an unfinished migration instead of estimating them (for a ``--force`` record).
     *defer_preconditions* (``status``/``check``): while data migrations or an expand are still
     pending the contract is refused whatever the rows hold, so the constraints it adds are
-    listed in ``deferred``, not counted (a full scan each, the cost of every call at size)."""
+    listed in ``deferred``, not counted (a full scan each, the cost of every call at size).
+    *remember* (``status``/``check`` only): a precondition's count that found nothing is
+    remembered while the database's dirty marks say nothing was written since (``violations``)."""
     verdict = GateVerdict()
     checked: list[Any] = []  # preconditions of the gated revisions that run (a stamp runs no DDL)
     applied = applied_revisions(script, current)
@@ -516,7 +518,7 @@ def evaluate(connection: Connection, script: ScriptDirectory, revisions: list[Sc
     elif checked:
         from migrations_policy.gate.preconditions import violations
 
-        verdict.violations = violations(connection, checked)
+        verdict.violations = violations(connection, checked, remember)
     return verdict
 
 

@@ -146,3 +146,44 @@ def test_the_ledger_is_not_the_proof_and_a_dropped_trigger_reopens_the_probe(db_
     what = dirty_one(db_engine, rng, existing)
     assert gate_refuses(db_engine), f"{what} after the triggers were dropped: not seen"
     assert status(db_engine) >= 1
+
+
+def test_a_write_to_the_other_table_an_anti_join_reads_is_seen(db_engine, backend, request):
+    """``NOT EXISTS`` a node: deleting a node (a table the migration never writes) makes a port
+    pending; the marks cover every table the predicate reads."""
+    rng = seeded(request)
+    meta = sa.MetaData()
+    nodes = sa.Table("nodes", meta, sa.Column("id", sa.Integer, primary_key=True, autoincrement=False))
+    ports = sa.Table("ports", meta, sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+                     sa.Column("node_id", sa.Integer))
+    meta.create_all(db_engine)
+    ledger.metadata.create_all(db_engine)
+    count = rng.randint(100, 800)
+    with db_engine.begin() as conn:
+        conn.execute(sa.insert(nodes), [{"id": i} for i in range(1, count + 1)])
+        conn.execute(sa.insert(ports), [{"id": i, "node_id": i} for i in range(1, count + 1)])
+    pn, pp = sa.table("nodes", sa.column("id")), sa.table("ports", sa.column("id"), sa.column("node_id"))
+    orphans = DataMigration("orphans", table=pp, key="id", values={"node_id": None},
+                            pending=sa.and_(pp.c.node_id.is_not(None),
+                                            ~sa.exists().where(pn.c.id == pp.c.node_id)))
+    registry = Registry([orphans])
+
+    def remaining(remember: bool) -> int:
+        with db_engine.connect() as conn:
+            [found] = pending_migrations(conn, registry, remember=remember)
+            conn.rollback()
+            return found.remaining
+
+    for round_ in range(4):
+        assert run(db_engine, registry, RunOptions(batch_size=rng.randint(20, 300))).exit_code == 0
+        remaining(True)
+        assert remaining(True) == 0
+        statements = Statements(db_engine)
+        assert remaining(False) == 0
+        assert not [s for s in statements.seen if re.search(r"\bFROM\s+[`\"]?(ports|nodes)\b", s, re.I)]
+        sa.event.remove(db_engine, "before_cursor_execute", statements._record)
+        with db_engine.begin() as conn:
+            linked = conn.execute(sa.select(ports.c.node_id).where(ports.c.node_id.is_not(None))).scalars().all()
+            victim = rng.choice(linked)
+            conn.execute(sa.delete(nodes).where(nodes.c.id == victim))
+        assert remaining(False) >= 1, f"round {round_}: node {victim} deleted, its ports not seen as pending"
