@@ -83,7 +83,11 @@ def force_reason(context: Any) -> str | None:
         return forced if isinstance(forced, str) else "dbsync --force"
     x_args = context.get_x_argument(as_dictionary=True)
     if FORCE_X_ARGUMENT in x_args:
-        return x_args[FORCE_X_ARGUMENT] or f"alembic -x {FORCE_X_ARGUMENT}"
+        reason = (x_args[FORCE_X_ARGUMENT] or "").strip()
+        if not reason:  # every override needs a reason, recorded with it
+            raise CommandError(f"-x {FORCE_X_ARGUMENT}=REASON: the override needs a reason (why; it is recorded "
+                               "in migrations_policy_gate_overrides); nothing was applied")
+        return reason
     return None
 
 
