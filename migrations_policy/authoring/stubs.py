@@ -295,6 +295,41 @@ def stub_directory(settings_modules: list[str], script_location: Path) -> tuple[
     return script_location / "data_migrations", None
 
 
+#: Where the project lists its data-migration modules, for a message that asks to list one.
+LISTED_WHERE = ("the data_migrations setting: [migrations_policy] in alembic.ini, or "
+                "[tool.migrations_policy] in pyproject.toml")
+
+
+def declaring_module(name: str, settings_modules: list[str], script_location: Path | None,
+                     roots: list[Path]) -> str | None:
+    """The module (dotted name, or its path when no root imports it) that declares the data
+    migration *name* without being listed in ``data_migrations``: the files where ``dbsync
+    revision`` writes its stubs (``stub_directory``, and ``<script_location>/data_migrations``)
+    are read as text, not imported; None when none of them names it."""
+    places = []
+    if settings_modules or script_location is not None:
+        places.append(stub_directory(settings_modules, script_location or Path(".")))
+    if script_location is not None:
+        places.append((script_location / "data_migrations", None))
+    listed = {module.rpartition(".")[2] for module in settings_modules}
+    quoted = re.compile(rf"""["']{re.escape(name)}["']""")
+    for directory, package in dict.fromkeys(places):
+        try:
+            paths = sorted(directory.glob("*.py"))
+        except OSError:
+            continue
+        for path in paths:
+            if package and path.stem in listed or path.stem == "__init__" and package in settings_modules:
+                continue
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            if quoted.search(text) and ("DataMigration" in text or "data_migration" in text):
+                return module_name(path, package, roots) or str(path)
+    return None
+
+
 def module_name(path: Path, package: str | None, roots: list[Path]) -> str | None:
     """The dotted name that imports the stub module at *path*: in *package* when known,
     else relative to the first of *roots* (the project's ``prepend_sys_path`` entries)

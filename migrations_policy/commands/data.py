@@ -75,9 +75,8 @@ def run_for_project(project: Project, **options: Unpack[BatchOptions]) -> RunRep
     with project.connect() as connection:  # one-line error now if the database cannot be reached
         missing = undeclared_requirements(project, registry, connection)
     if missing:  # the gate would refuse contract however often this runs: say what to declare
-        raise ConfigError(f"pending contract revisions require data migrations that no module declares: "
-                          f"{'; '.join(missing)}; add the module that declares them to the data_migrations "
-                          f"setting ({project.alembic_config.config_file_name})")
+        raise ConfigError(f"pending contract revisions require data migrations that no listed module declares: "
+                          f"{'; '.join(missing)} ({project.alembic_config.config_file_name})")
     progress = options.get("progress")
     if progress is not None and hasattr(progress, "estimator"):
         progress.estimator = pending_now(project, registry)
@@ -114,7 +113,11 @@ def undeclared_requirements(project: Project, registry: Registry, connection: An
         for name in requirements_of(script.get_revision(revision)).names:
             if name not in registry:
                 missing.setdefault(name, []).append(revision)
-    return [f"{name} (required by {', '.join(revisions)})" for name, revisions in missing.items()]
+    from migrations_policy.gate.verdict import NOT_DECLARED, PendingMigration, declaring_module
+
+    return [PendingMigration(name, None, NOT_DECLARED, revisions,
+                             declared_in=declaring_module(registry, name, script.dir)).describe()
+            for name, revisions in missing.items()]
 
 
 def prune_for_project(project: Project, **options: Unpack[BatchOptions]) -> tuple[RunReport, dict[str, int]]:

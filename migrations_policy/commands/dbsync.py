@@ -19,7 +19,7 @@ from sqlalchemy import exc as sa_exc
 
 from migrations_policy.core import project_code
 from migrations_policy.core.errors import PolicyError, UsageError
-from migrations_policy.gate.verdict import DataDestroyed, GateRefused, NotWired
+from migrations_policy.gate.verdict import NOT_DECLARED, DataDestroyed, GateRefused, NotWired
 from migrations_policy.expand.lock_timeout import is_retryable
 from migrations_policy.core.progress import watch
 from migrations_policy.core.project import Project, _one_line
@@ -212,7 +212,13 @@ class CheckResult(StatusResult):
             return CHECK_TRIGGERS_LEFT
         if self.exit_code == CHECK_DATA_PENDING and self.state.verdict.violations and not self.state.data_pending:
             return CHECK_DATA_VIOLATES
+        if self.exit_code == CHECK_DATA_PENDING and self._undeclared():
+            return CHECK_NOT_DECLARED
         return CHECK_MEANINGS[self.exit_code]
+
+    def _undeclared(self) -> list[str]:
+        """The required data migrations no listed module declares, described (what to list where)."""
+        return [p.describe() for p in self.state.verdict.pending if p.state == NOT_DECLARED]
 
     def to_dict(self) -> dict[str, Any]:
         return {"exit_code": self.exit_code, "meaning": self.meaning(), **super().to_dict()}
@@ -224,7 +230,8 @@ class CheckResult(StatusResult):
                               *self.state.sync_triggers_left, *partly])
         violations = [v.describe() for v in self.state.verdict.violations] if self.exit_code == CHECK_DATA_PENDING \
             else []
-        return "\n".join([self.meaning(), *violations, *partly])
+        undeclared = self._undeclared() if self.exit_code == CHECK_DATA_PENDING else []
+        return "\n".join([self.meaning(), *undeclared, *violations, *partly])
 
 
 CHECK_MEANINGS = {
@@ -236,6 +243,9 @@ CHECK_MEANINGS = {
 }
 #: Exit code 2 when only sync triggers left behind make it (no pending revision is at fault).
 CHECK_TRIGGERS_LEFT = "sync triggers left behind: remove them (each is named below)"
+#: Exit code 4 when a required data migration is declared by no listed module (running them cannot help).
+CHECK_NOT_DECLARED = ("data migrations the contract requires are not declared: list the modules that declare "
+                      "them in the data_migrations setting (each is named below)")
 #: Exit code 4 when only existing rows stop the contract (no data migration has rows left).
 CHECK_DATA_VIOLATES = ("contract refused: existing rows violate (or cannot be checked against) a constraint it "
                        "adds: fix or delete them")

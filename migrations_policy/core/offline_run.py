@@ -14,12 +14,31 @@ declares, however it was called; ``dbsync rollback`` to see what a downgrade dro
 from __future__ import annotations
 
 import io
+import logging
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from migrations_policy.core.project_code import first_line, what
 
 __all__ = ["RebuiltTable", "dropping_operations", "first_line", "record_operations"]
+
+
+def _not_static_sql(record: logging.LogRecord) -> bool:
+    return record.msg != "Generating static SQL"
+
+
+@contextmanager
+def quiet_offline() -> Iterator[None]:
+    """An offline ``MigrationContext`` made while this is in force does not log alembic's
+    "Generating static SQL": our offline reads of a script (during a live ``alembic upgrade
+    heads``, say) are not the ``--sql`` run that line announces."""
+    logger = logging.getLogger("alembic.runtime.migration")
+    logger.addFilter(_not_static_sql)
+    try:
+        yield
+    finally:
+        logger.removeFilter(_not_static_sql)
 
 
 @dataclass(frozen=True)
@@ -47,8 +66,9 @@ def record_operations(fn: Callable[[], Any], dialect: Any,
     from alembic.runtime.migration import MigrationContext
 
     opts = {"as_sql": True, "output_buffer": io.StringIO(), "literal_binds": on_statement is None}
-    context = (MigrationContext.configure(dialect_name=dialect, opts=opts) if isinstance(dialect, str)
-               else MigrationContext.configure(dialect=dialect, opts=opts))
+    with quiet_offline():
+        context = (MigrationContext.configure(dialect_name=dialect, opts=opts) if isinstance(dialect, str)
+                   else MigrationContext.configure(dialect=dialect, opts=opts))
     rendered = context.impl._exec if on_statement is None else \
         (lambda construct, *args, **kwargs: on_statement(construct))
     recorded: list[Any] = []

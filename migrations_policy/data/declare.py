@@ -385,6 +385,10 @@ class Registry:
 
     def __init__(self, migrations: Iterable[DataMigration] = ()):
         self._by_name: dict[str, DataMigration] = {}
+        #: The modules the project lists (data_migrations setting) and its import roots
+        #: (prepend_sys_path): where a message looks for a declaring module not listed.
+        self.listed: list[str] = []
+        self.roots: list[str] = []
         for migration in migrations:
             self.add(migration)
 

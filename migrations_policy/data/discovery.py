@@ -73,6 +73,7 @@ def load_registry(settings: Settings, sys_paths: Iterable[str] = (), use_entry_p
         if path not in sys.path:
             sys.path.insert(0, path)
     registry = Registry()
+    registry.listed, registry.roots = list(settings.data_migrations), list(sys_paths or ())
     for module in settings.data_migrations:
         for migration in migrations_in(_import(module, "data_migrations")):
             registry.add(migration)

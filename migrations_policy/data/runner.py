@@ -192,10 +192,10 @@ class _Walk:
             if density >= DENSE_THRESHOLD and self.integer_keys:  # steps stay within BIGINT
                 report.strategy, self.cursor, self.high = "range", low - 1, high
                 return
-            why = (f"keyset pagination: pending keys are sparse "
+            why = (f"batches follow the pending rows one after another: few are pending "
                    f"({density:.1%} of {m.key} {low}..{min(high, low + probes.PROBE_WINDOW - 1)})")
         else:
-            why = f"keyset pagination: key {m.table_name}.{m.key} is not an integer"
+            why = f"batches follow the pending rows in {m.key} order ({m.table_name}.{m.key} is not a number)"
         self.note(why)
         report.strategy = "keyset"
         self.cursor = resume if resumed else None

@@ -50,6 +50,8 @@ def _check_now(ctx, environment, names: tuple[str, ...]) -> None:
     if config is not None and set(names) <= config.attributes.get(JUDGED_ATTRIBUTE, frozenset()):
         return  # the gate judged exactly these before the run's first statement
     registry = load_registry(config, project_settings(config))
-    verdict = GateVerdict(pending=unfinished(ctx.connection, registry, {n: ["this revision"] for n in names}))
+    script_dir = getattr(getattr(environment, "script", None), "dir", None)
+    verdict = GateVerdict(pending=unfinished(ctx.connection, registry, {n: ["this revision"] for n in names},
+                                             script_dir=script_dir))
     if not verdict.allowed:
         raise GateRefused(verdict, how_to_finish(config))

@@ -33,6 +33,7 @@ from typing import Any, Callable
 
 import sqlalchemy as sa
 from alembic.runtime.migration import RevisionStep, StampStep
+from alembic.util import CommandError
 
 from migrations_policy.gate import downgrades, drop_guard, releases, verdict as gate
 from migrations_policy.expand import journal, lock_timeout, sql_mode, sqlite_transactions
@@ -84,7 +85,11 @@ def force_reason(context: Any) -> str | None:
         return forced if isinstance(forced, str) else "dbsync --force"
     x_args = context.get_x_argument(as_dictionary=True)
     if FORCE_X_ARGUMENT in x_args:
-        return x_args[FORCE_X_ARGUMENT] or f"alembic -x {FORCE_X_ARGUMENT}"
+        reason = (x_args[FORCE_X_ARGUMENT] or "").strip()
+        if not reason:  # every override needs a reason, recorded with it
+            raise CommandError(f"-x {FORCE_X_ARGUMENT}=REASON: the override needs a reason (why; it is recorded "
+                               "in migrations_policy_gate_overrides); nothing was applied")
+        return reason
     return None
 
 
@@ -152,7 +157,10 @@ def _guard(context: Any, original: Callable) -> Callable:
     def steps_after_checks(heads, migration_context):
         context.config.attributes[GUARD_RAN_ATTRIBUTE] = True
         context.config.attributes[JUDGED_ATTRIBUTE] = frozenset()
-        steps = list(original(heads, migration_context))
+        try:
+            steps = list(original(heads, migration_context))
+        except CommandError as exc:
+            raise _with_hint(exc, context) from None
         entering, stamped = revisions_entering(migration_context.script, heads, steps)
         if migration_context.as_sql:
             if entering:
@@ -195,6 +203,18 @@ def _guard(context: Any, original: Callable) -> Callable:
 
     setattr(steps_after_checks, GUARD_MARK, True)
     return steps_after_checks
+
+
+def _with_hint(exc: CommandError, context: Any) -> CommandError:
+    """alembic's "Multiple head revisions are present for given argument 'head'" (``alembic upgrade
+    head``, singular, what every alembic user types) with what to type on this layout instead."""
+    message = str(exc)
+    if "Multiple head revisions" not in message:
+        return exc
+    ini = getattr(context.config, "config_file_name", None) or "alembic.ini"
+    return CommandError(f"{message}. This project has two heads, expand and contract: `alembic upgrade heads` "
+                        "applies both (contract through the gate), `alembic upgrade expand@head` the expand "
+                        f"phase only; or `dbsync -c {ini} upgrade` (expand, then contract if the gate allows)")
 
 
 def _refuse_half_done(context: Any, connection: Any, steps: list, entering: list) -> None:

@@ -66,6 +66,8 @@ from migrations_policy.core.revisions import CONTRACT, EXPAND, applied_revisions
 
 #: State of a required migration ``check`` did not probe: another one already refuses.
 NOT_CHECKED = "not checked"
+#: State of a required data migration that no listed module declares.
+NOT_DECLARED = "not declared"
 
 #: Exit code of dbsync when the gate refuses.
 EXIT_REFUSED = 4
@@ -86,8 +88,16 @@ class PendingMigration:
     required_by: list[str] = field(default_factory=list)
     #: *remaining* is the planner's estimate (a pending row was found; counting them all is not needed).
     estimated: bool = False
+    #: Not declared: the module that declares it without being listed (``stubs.declaring_module``).
+    declared_in: str | None = None
 
     def describe(self) -> str:
+        if self.state == NOT_DECLARED:
+            from migrations_policy.authoring.stubs import LISTED_WHERE
+
+            where = (f"module {self.declared_in} declares it but is not listed in {LISTED_WHERE}: add it there"
+                     if self.declared_in else f"no module listed in {LISTED_WHERE} declares it")
+            return f"{self.name}: not declared: {where} (required by {', '.join(self.required_by)})"
         if self.state == NOT_CHECKED:
             return (f"{self.name}: not checked (another required migration is unfinished; `dbsync status` "
                     f"shows it) (required by {', '.join(self.required_by)})")
@@ -507,7 +517,7 @@ def evaluate(connection: Connection, script: ScriptDirectory, revisions: list[Sc
                 verdict.missing_expand.append((rev.revision, parent.revision))
         for name in requirements.names:
             required.setdefault(name, []).append(rev.revision)
-    verdict.pending = unfinished(connection, registry, required, known, exact)
+    verdict.pending = unfinished(connection, registry, required, known, exact, script_dir=script.dir)
     verdict.readers = set(readers(registry, droppers)) if droppers else set()
     verdict.pending += _undeclared_readers(connection, registry, droppers, required, known)
     if verdict.contract_revisions and not fresh and len(registry):
@@ -586,8 +596,19 @@ def readers_pending(found: dict[str, tuple[Any, list[str]]],
             for name, (probed, what) in found.items()]
 
 
+def declaring_module(registry: Any, name: str, script_dir: Any = None) -> str | None:
+    """The module that declares *name* but is not listed in data_migrations (None: none found)."""
+    from pathlib import Path
+
+    from migrations_policy.authoring.stubs import declaring_module as find
+
+    listed, roots = getattr(registry, "listed", []), [Path(p) for p in getattr(registry, "roots", [])]
+    return find(name, listed, Path(script_dir) if script_dir else None, roots)
+
+
 def unfinished(connection: Connection, registry: Any, required: dict[str, list[str]],
-               known: Iterable[Any] | None = None, exact: bool = False) -> list[PendingMigration]:
+               known: Iterable[Any] | None = None, exact: bool = False,
+               script_dir: Any = None) -> list[PendingMigration]:
     """Of the *required* data migrations ({name: [requiring revisions]}), those not complete.
 
     The rows decide, live (the ledger's state is only reported): one pending row is
@@ -611,7 +632,8 @@ def unfinished(connection: Connection, registry: Any, required: dict[str, list[s
         if migration is None and name in registry:
             found.append(PendingMigration(name, None, NOT_CHECKED, required_by))  # another one refuses already
         elif migration is None:
-            found.append(PendingMigration(name, None, "unknown (not declared)", required_by))
+            found.append(PendingMigration(name, None, NOT_DECLARED, required_by,
+                                          declared_in=declaring_module(registry, name, script_dir)))
         elif migration.remaining is None or migration.remaining > 0:
             found.append(PendingMigration(name, migration.remaining, migration.state, required_by,
                                           migration.estimated))

@@ -27,6 +27,7 @@ from migrations_policy.plan import rate as rates
 from migrations_policy.plan.report import EXIT_OK, EXIT_TOO_LONG, PlannedRevision, PlannedStatement, PlanResult
 from migrations_policy.plan.sizes import TableSize, table_size
 from migrations_policy.plan.statements import pending_revisions
+from migrations_policy.plan.words import happens_on, statement_words
 
 __all__ = ["plan", "PlanResult", "EXIT_OK", "EXIT_TOO_LONG"]
 
@@ -78,6 +79,8 @@ def _plan(project: Project, max_lock_seconds: float | None) -> PlanResult:
         for pending in pending_revisions(project.script, branches, dialect):
             revision = PlannedRevision(pending.revision, pending.phase, pending.path, unread=pending.unread)
             for operation, line in pending.operations:
+                if not happens_on(operation, dialect):
+                    continue
                 statement = _plan_statement(conn, operation, line, dialect, context, sizes, created, measured)
                 statement.exceeds = max_lock_seconds is not None and statement.blocking and (
                     statement.seconds is None or statement.seconds > max_lock_seconds)
@@ -116,7 +119,7 @@ def _plan_statement(conn, operation: m.Operation, line: int, dialect: str, conte
         elif operation.kind == m.DROP_TABLE:
             created.discard(table.lower())
     statement = PlannedStatement(
-        line=line, operation=operation.describe(), kind=operation.kind, table=table, size=size,
+        line=line, operation=statement_words(operation), kind=operation.kind, table=table, size=size,
         lock=effect.lock or "brief", blocks_reads=effect.blocks_reads, blocks_writes=effect.blocks_writes,
         rewrite=effect.rewrite, scan=effect.scan, note=effect.note, fails=effect.fails,
         sql=operation.text if operation.source == "sql" else "")

@@ -208,6 +208,8 @@ def from_alembic(op: Any) -> list[m.Operation]:
                 convert = fn
                 break
     if convert is None:
-        table = getattr(op, "table_name", None)  # a project's own op on a table (op.create_sync_trigger)
+        table = getattr(op, "table_name", None)  # a project's own op on a table
+        if table is None:  # op.create_sync_trigger / drop_sync_trigger keep theirs in a pair
+            table = getattr(getattr(op, "pair", None), "table", None)
         return [m.Operation(kind=m.OTHER, name=type(op).__name__, table=table if isinstance(table, str) else None)]
     return [convert(op)]

@@ -357,3 +357,24 @@ def test_a_column_read_where_no_expression_names_it_is_protected(expanded, capsy
     assert expanded.dbsync("online_data_migrations") == 0
     assert expanded.dbsync("upgrade", "--contract") == 0  # once it is complete
     assert "extra" not in expanded.columns("nodes")
+
+
+@pytest.mark.parametrize("blank", ["", " ", "\t", "  \t "])
+def test_plain_alembic_force_needs_a_reason(expanded, blank):
+    """``alembic -x migrations_policy_force=`` with no reason is refused before anything runs,
+    as ``dbsync --force`` without ``--reason`` is: every override needs a reason, recorded."""
+    import argparse
+
+    from alembic import command as alembic_command
+    from alembic.util import CommandError
+
+    project = expanded.project()
+    try:
+        project.alembic_config.cmd_opts = argparse.Namespace(x=[f"migrations_policy_force={blank}"])
+        with pytest.raises(CommandError) as info:
+            alembic_command.upgrade(project.alembic_config, "heads")
+        assert "needs a reason" in str(info.value)
+    finally:
+        project.dispose()
+    assert CONTRACT_HEAD not in expanded.heads()
+    _assert_nothing_contracted(expanded)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 import pytest
 import sqlalchemy as sa
@@ -233,3 +234,36 @@ def test_a_locked_table_is_one_line_after_lock_timeout(seeded, backend, capsys):
     captured = capsys.readouterr()
     err = captured.err.strip()
     assert code == 2 and "\n" not in err and "lock_timeout" in err and "Traceback" not in err, err
+
+
+#: Statements written for every dialect: a portable batch (alembic's recreate="auto"), a sync
+#: trigger, raw SQL; drawn in order and number below.
+PORTABLE = [
+    'with op.batch_alter_table("loans") as batch_op:\n    batch_op.alter_column("who", nullable=False, '
+    'existing_type=sa.String(40))',
+    'op.add_column("books", sa.Column("note", sa.Text()))\nop.create_sync_trigger("books", old="title", new="note")',
+    'op.execute("UPDATE books SET title = title WHERE 1 = 0")',
+    'op.create_index("ix_books_title", "books", ["title"])',
+]
+
+
+@pytest.mark.parametrize("seed", [random.Random().randrange(1 << 30) for _ in range(2)])
+def test_the_plan_speaks_the_operators_words(tmp_path, db_url, backend, seed, capsys):
+    """No class names of ours (``other CreateSyncTriggerOp on ?``), no ``?`` for a table, and
+    no ``batch recreate`` where alembic re-creates nothing (recreate="auto" off SQLite)."""
+    print(f"seed={seed}")
+    rng = random.Random(seed)
+    parts = rng.sample(PORTABLE, rng.randrange(1, len(PORTABLE) + 1))
+    if PORTABLE[1] not in parts:
+        parts.append(PORTABLE[1])
+    proj = ExpandProject(tmp_path, db_url, "\n".join(parts))
+    try:
+        assert proj.alembic("upgrade", "r1_release1").returncode == 0
+        code = cli.dbsync_main(["-c", str(proj.ini), "--url", proj.url_text, "plan"])
+        text = capsys.readouterr().out
+        assert code == 0, text
+        assert not re.search(r"[a-z]Op\b", text) and " ?" not in text and "other " not in text, text
+        assert "create sync trigger on books" in text, text
+        assert ("batch recreate" in text) == (backend == "sqlite" and PORTABLE[0] in parts), text
+    finally:
+        proj.engine.dispose()
