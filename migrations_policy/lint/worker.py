@@ -71,7 +71,7 @@ def upgrade():
 """
 
 
-def _prepare(options) -> None:
+def _prepare(options, sample: bool = True) -> None:
     """Import everything a script's analysis needs and analyse a sample script, once, before the first fork.
 
     ``sqlalchemy.orm`` is imported as well: a script that uses ``sa.orm`` without
@@ -96,12 +96,13 @@ def _prepare(options) -> None:
 
         rules.all_rules()
         _plain_word("SELECT")
-        with tempfile.TemporaryDirectory() as directory:
-            sample = Path(directory) / "warm_up.py"
-            sample.write_text(_WARM_UP)
-            offline = replace(options, url=None)  # never the scratch database
-            for phase in ("expand", "contract"):
-                engine.analyse(sample, phase, offline)
+        if sample:  # (one or two scripts -- pre-commit -- are their own warm-up)
+            with tempfile.TemporaryDirectory() as directory:
+                warm = Path(directory) / "warm_up.py"
+                warm.write_text(_WARM_UP)
+                offline = replace(options, url=None)  # never the scratch database
+                for phase in ("expand", "contract"):
+                    engine.analyse(warm, phase, offline)
     finally:
         gc.enable()
     gc.freeze()  # the children's collections neither scan nor copy what is shared
@@ -380,7 +381,7 @@ def start(job: dict):
         return None
     if options.plugins.configured or options.plugins.found:
         _send(("plugins imported",))
-    _prepare(options)
+    _prepare(options, sample=len(job["tasks"]) > 2)
     return options
 
 
