@@ -100,7 +100,7 @@ DBSYNC_ALSO.append(CommandSpec(
 LINT_FORMATS = ("text", "json", "github", "sarif", "junit")
 LINT_EXIT_CODES = {0: "no error findings (warnings allowed)", 1: "at least one error finding",
                    2: "usage or settings error (one line: a baseline that is no revision, a bad glob, an unknown "
-                      "rule code, a lint_plugins module that cannot be imported; a --replay database that is not "
+                      "rule code in the settings or in --select / --ignore, a lint_plugins module that cannot be imported; a --replay database that is not "
                       "empty), or an input that cannot be read, loaded or replayed (reported as MP000)",
                    3: "internal error of the linter (a bug: one line on stderr; --debug prints the traceback)"}
 

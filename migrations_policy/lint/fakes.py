@@ -68,9 +68,11 @@ class OfflineBind(MockConnection):
 
     closed = invalidated = False
 
-    def __init__(self, dialect, execute: Callable, on_inspect: Callable[[], None]):
+    def __init__(self, dialect, execute: Callable, on_inspect: Callable[[], None], strict: bool = False):
         super().__init__(dialect, execute)
         self._on_inspect = on_inspect
+        #: Read from the source: what the database would answer is unknown (its dialect is known).
+        self._strict = strict
         self.info: dict = {}
 
     @property
@@ -112,13 +114,20 @@ class OfflineInspector:
         self.default_schema_name = None
         bind._on_inspect()
 
+    def _asked(self, name: str) -> None:
+        if self.bind._strict:  # the inspector's dialect is known (a dialect guard reads it), the answers are not
+            raise OfflineResultError(f"inspector.{name}() needs a database")
+
     def get_pk_constraint(self, *args, **kwargs) -> dict:
+        self._asked("get_pk_constraint")
         return {"constrained_columns": [], "name": None}
 
     def get_table_options(self, *args, **kwargs) -> dict:
+        self._asked("get_table_options")
         return {}
 
     def get_table_comment(self, *args, **kwargs) -> dict:
+        self._asked("get_table_comment")
         return {"text": None}
 
     def clear_cache(self) -> None:
@@ -126,8 +135,10 @@ class OfflineInspector:
 
     def __getattr__(self, name: str):
         if name.startswith("get_") and not name.startswith("get_multi"):
+            self._asked(name)
             return lambda *args, **kwargs: []
         if name.startswith("has_"):
+            self._asked(name)
             return lambda *args, **kwargs: False
         raise OfflineResultError(f"inspector.{name}() needs a database")
 

@@ -170,7 +170,7 @@ def _partially(source: str, path: Path, name: str, notes) -> types.ModuleType:
     module.__file__ = str(path)
     sys.modules[name] = module
     try:
-        load_partially(ast.parse(source, str(path)), module, str(path), notes)
+        load_partially(ast.parse(source, str(path)), module, str(path), notes, one_line)
     except MemoryError:
         raise
     except BaseException as exc:  # noqa: BLE001 - SystemExit / KeyboardInterrupt of a statement: the script's choice

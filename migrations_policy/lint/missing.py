@@ -198,11 +198,10 @@ def _bound_names(node: ast.stmt) -> list[str]:
     return names
 
 
-def load_partially(tree: ast.Module, module: types.ModuleType, filename: str, notes: Notes) -> None:
+def load_partially(tree: ast.Module, module: types.ModuleType, filename: str, notes: Notes, one_line) -> None:
     """Run *tree*'s top-level statements in *module* one by one (see the module docstring); raises only what a
-    statement raises that is not an ``Exception`` (``SystemExit``, ``KeyboardInterrupt``: the script's choice)."""
-    from migrations_policy.lint.loader import one_line
-
+    statement raises that is not an ``Exception`` (``SystemExit``, ``KeyboardInterrupt``: the script's choice).
+    *one_line* describes an exception (``loader.one_line``)."""
     for node in tree.body:
         code = compile(ast.Module(body=[node], type_ignores=[]), filename, "exec", dont_inherit=True)
         with _finder(notes, node.lineno):

@@ -259,11 +259,10 @@ def _offline_context(dialect: str, rec: Recording, strict: bool) -> MigrationCon
         return OFFLINE_RESULT
 
     def inspected():
-        if strict:
-            raise OfflineResultError("the database is not inspected when upgrade() is read from its source")
-        rec.inspected = rec.inspected or rec.line() or 1
+        if not strict:  # (read from the source: the inspector's answers raise, its dialect is known)
+            rec.inspected = rec.inspected or rec.line() or 1
 
-    mock = OfflineBind(ctx.dialect, dump, inspected)
+    mock = OfflineBind(ctx.dialect, dump, inspected, strict)
     ctx.connection = mock
     ctx.impl.connection = mock
     ctx.impl._exec = _impl_exec(ctx, rec)

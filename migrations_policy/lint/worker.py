@@ -40,6 +40,7 @@ import sys
 import time
 from collections import deque
 
+from migrations_policy.lint.prefork import in_worker, plain, preimport
 from migrations_policy.lint.reads import dependencies, watch
 
 # Bound before any script runs: a script that replaces them in its child cannot silence the child.
@@ -70,7 +71,7 @@ def upgrade():
 """
 
 
-def _prepare(options) -> None:
+def _prepare(options, sample: bool = True) -> None:
     """Import everything a script's analysis needs and analyse a sample script, once, before the first fork.
 
     ``sqlalchemy.orm`` is imported as well: a script that uses ``sa.orm`` without
@@ -95,12 +96,13 @@ def _prepare(options) -> None:
 
         rules.all_rules()
         _plain_word("SELECT")
-        with tempfile.TemporaryDirectory() as directory:
-            sample = Path(directory) / "warm_up.py"
-            sample.write_text(_WARM_UP)
-            offline = replace(options, url=None)  # never the scratch database
-            for phase in ("expand", "contract"):
-                engine.analyse(sample, phase, offline)
+        if sample:  # (one or two scripts -- pre-commit -- are their own warm-up)
+            with tempfile.TemporaryDirectory() as directory:
+                warm = Path(directory) / "warm_up.py"
+                warm.write_text(_WARM_UP)
+                offline = replace(options, url=None)  # never the scratch database
+                for phase in ("expand", "contract"):
+                    engine.analyse(warm, phase, offline)
     finally:
         gc.enable()
     gc.freeze()  # the children's collections neither scan nor copy what is shared
@@ -379,117 +381,8 @@ def start(job: dict):
         return None
     if options.plugins.configured or options.plugins.found:
         _send(("plugins imported",))
-    _prepare(options)
+    _prepare(options, sample=len(job["tasks"]) > 2)
     return options
-
-
-def _plain(path: str, options):
-    """``(source, code)`` when the worker analyses *path* itself (``lint.plain``): no plugin is configured
-    (a custom operation runs the project's code) and the script can only call alembic operations with literal
-    arguments; else None."""
-    if options.plugins.configured or options.plugins.found:
-        return None
-    from migrations_policy.lint.plain import MAX_BYTES, plain_tree
-
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_BYTES + 1)
-        source = data.decode("utf-8-sig")
-        tree = plain_tree(source, filename=path)
-        return None if tree is None else (source, compile(tree, path, "exec", dont_inherit=True))
-    except (OSError, UnicodeDecodeError, ValueError, SyntaxError, RecursionError, MemoryError):
-        return None
-
-
-#: The names of the installed modules imported before the first fork (``_preimport``): none is local, so
-#: none is a dependency of a script's cache entry.
-_PREIMPORTED: list[str] = []
-
-
-def _imported_names(path: str) -> list[str]:
-    """The absolute module names a script imports at its top level (read, not run)."""
-    import ast
-
-    try:
-        with open(path, "rb") as fh:
-            tree = ast.parse(fh.read(5_000_000))
-    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
-        return []
-    names = []
-    for node in tree.body:
-        if isinstance(node, ast.Import):
-            names.extend(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names.append(node.module)
-    return names
-
-
-def _preimport(tasks, options) -> None:
-    """The fork server's warm-up: import, once, the installed packages the scripts import (a project's
-    dependencies: SQLAlchemy models, its framework), so that each child starts with them instead of importing
-    them again.  Only modules that resolve -- with the script's own path, the current directory first -- to an
-    installed location (never the project's own modules: a script's cache entry depends on those, and their
-    code is the project's, which runs in the child); within the time limit; a failure is ignored (the child
-    meets it again and reports it).  Every child starts from the same state, whatever the order of the files."""
-    import importlib
-    import importlib.util
-
-    from migrations_policy.lint.loader import is_local_file, sandbox
-
-    wanted = sorted({name for task in tasks for name in _imported_names(task[1])} - set(sys.modules))
-    if not wanted:
-        return
-
-    def expired(signum, frame):
-        raise TimeoutError
-
-    signal.signal(signal.SIGALRM, expired)
-    if options.timeout > 0:
-        signal.setitimer(signal.ITIMER_REAL, options.timeout)
-    try:
-        with sandbox():
-            for name in wanted:
-                try:
-                    spec = importlib.util.find_spec(name.split(".")[0])
-                    origin = getattr(spec, "origin", None) or ""
-                    locations = list(getattr(spec, "submodule_search_locations", None) or [])
-                    files = [origin] if origin.endswith(".py") else [
-                        os.path.join(location, "__init__.py") for location in locations]
-                    if not files or any(is_local_file(file) for file in files) or not all(
-                            os.path.isfile(file) for file in files):
-                        continue
-                    importlib.import_module(name)
-                    _PREIMPORTED.append(name)
-                except TimeoutError:
-                    raise
-                except BaseException:  # noqa: BLE001 - the child meets it again and reports it
-                    continue
-            if _PREIMPORTED:  # the models they define: mapped once here, not on first use in every child
-                from sqlalchemy.orm import configure_mappers
-
-                try:
-                    configure_mappers()
-                except Exception:  # noqa: BLE001 - a child meets it again where a script uses them
-                    pass
-    except TimeoutError:
-        pass
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, signal.SIG_DFL)
-
-
-def _in_worker(path: str, phase: str, options, source: str, code) -> tuple | None:
-    """The verdict of a plain script analysed here, as a child would send it; None on any surprise (a child
-    analyses it then)."""
-    from pathlib import Path
-
-    from migrations_policy.lint.engine import analyse
-
-    try:
-        hits = analyse(Path(path), phase, options, source=source, code=code)
-        return [hit.to_list() for hit in hits], None, [], True
-    except BaseException:  # noqa: BLE001 - isolated in a child instead
-        return None
 
 
 def serve(job: dict) -> None:
@@ -499,17 +392,17 @@ def serve(job: dict) -> None:
     workers = max(1, job["workers"])
     parent = os.getppid()
     pending: deque = deque()
-    plain: deque = deque()
+    plains: deque = deque()
     for task in job["tasks"]:
-        found = _plain(task[1], options)
-        (pending if found is None else plain).append(task if found is None else (*task, *found))
+        found = plain(task[1], options)
+        (pending if found is None else plains).append(task if found is None else (*task, *found))
     if pending:
         import gc
 
-        _preimport(pending, options)
+        preimport(pending, options)
         gc.freeze()
     running: dict[int, _Running] = {}
-    while pending or running or plain:
+    while pending or running or plains:
         if os.getppid() != parent:  # the linter is gone: so are we, and our children
             for child in running.values():
                 _kill(child.pid)
@@ -519,9 +412,9 @@ def serve(job: dict) -> None:
             _send(("start", index))
             child = _start(index, path, phase, options)
             running[child.pid] = child
-        if plain:  # while the children run: one plain script here, then a look at the children
-            index, path, phase, source, code = plain.popleft()
-            verdict = _in_worker(path, phase, options, source, code)
+        if plains:  # while the children run: one plain script here, then a look at the children
+            index, path, phase, source, code = plains.popleft()
+            verdict = in_worker(path, phase, options, source, code)
             if verdict is None:
                 pending.append((index, path, phase))
             else:
@@ -529,7 +422,7 @@ def serve(job: dict) -> None:
                 _send(("done", index, *verdict))
             if not running:
                 continue
-        for child, status in _collect(running, wait=0.0 if plain else None):
+        for child, status in _collect(running, wait=0.0 if plains else None):
             _send(("done", child.index, *_verdict(child, status, options.timeout)))
     _send(("end",))
 

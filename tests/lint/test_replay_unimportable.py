@@ -13,9 +13,10 @@ from .conftest import script
 
 SEED = int(os.environ.get("MP_REPLAY_IMPORT_SEED") or random.randrange(10 ** 9))
 print(f"test_replay_unimportable: MP_REPLAY_IMPORT_SEED={SEED}")
+#: Operations the scratch database accepts ({n} unique per use): a refusal would block the rest with MP000.
 OPS = ['op.add_column("{t}", sa.Column("c{n}", sa.Integer(), nullable=True))',
        'op.create_index("ix{n}", "{t}", ["id"])',
-       'op.drop_column("{t}", "old{n}")',
+       'op.add_column("{t}", sa.Column("d{n}", sa.String(5), nullable=False, server_default="x"))',
        'op.execute("UPDATE {t} SET id = id")']
 
 
@@ -31,7 +32,7 @@ def test_an_unimportable_script_does_not_make_the_rest_mp000(tmp_path, run_lint)
         table = f"t{i}"
         body = [f'op.create_table("{table}", sa.Column("id", sa.Integer, primary_key=True))']
         if i > 0:
-            body += [rng.choice(OPS).format(t=f"t{i - 1}", n=rng.randrange(100)) for _ in range(rng.randint(1, 2))]
+            body += [rng.choice(OPS).format(t=f"t{i - 1}", n=f"{i}_{k}") for k in range(rng.randint(1, 2))]
         extra = ""
         if i == broken_at:
             extra = f"import {missing}\n"
@@ -66,7 +67,7 @@ def test_two_histories_sharing_a_revision_id_are_replayed_each_on_its_own(tmp_pa
         for i, rid in enumerate([shared, f"{name}{rng.randrange(10 ** 6)}"]):
             body = f'op.create_table("{name}_{i}", sa.Column("id", sa.Integer, primary_key=True))'
             if i:
-                body += "\n" + rng.choice(OPS).format(t=f"{name}_0", n=rng.randrange(100))
+                body += "\n" + rng.choice(OPS).format(t=f"{name}_0", n=f"{name}{i}")
             (versions / f"{i}_{rid}.py").write_text(script(body, revision=rid, down=down,
                                                           labels=("expand",) if down is None else None))
             down = rid

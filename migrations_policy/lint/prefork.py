@@ -1,0 +1,122 @@
+"""What the lint worker does itself, before or instead of forking a child per script (issue 28: CI speed).
+
+* ``plain(path, options)``: a plain script (``lint.plain``) is analysed in the worker, ``in_worker``, with
+  the verdict a child would send; any surprise sends it to a child after all.
+* ``preimport(tasks, options)``: the fork server's warm-up -- the installed packages the scripts import are
+  imported once, so that every child starts with them.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+
+def plain(path: str, options):
+    """``(source, code)`` when the worker analyses *path* itself (``lint.plain``): no plugin is configured
+    (a custom operation runs the project's code) and the script can only call alembic operations with literal
+    arguments; else None."""
+    if options.plugins.configured or options.plugins.found:
+        return None
+    from migrations_policy.lint.plain import MAX_BYTES, plain_tree
+
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_BYTES + 1)
+        source = data.decode("utf-8-sig")
+        tree = plain_tree(source, filename=path)
+        return None if tree is None else (source, compile(tree, path, "exec", dont_inherit=True))
+    except (OSError, UnicodeDecodeError, ValueError, SyntaxError, RecursionError, MemoryError):
+        return None
+
+
+#: The names of the installed modules imported before the first fork (``preimport``): none is local, so
+#: none is a dependency of a script's cache entry.
+PREIMPORTED: list[str] = []
+
+
+def _imported_names(path: str) -> list[str]:
+    """The absolute module names a script imports at its top level (read, not run)."""
+    import ast
+
+    try:
+        with open(path, "rb") as fh:
+            tree = ast.parse(fh.read(5_000_000))
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    names = []
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.append(node.module)
+    return names
+
+
+def preimport(tasks, options) -> None:
+    """The fork server's warm-up: import, once, the installed packages the scripts import (a project's
+    dependencies: SQLAlchemy models, its framework), so that each child starts with them instead of importing
+    them again.  Only modules that resolve -- with the script's own path, the current directory first -- to an
+    installed location (never the project's own modules: a script's cache entry depends on those, and their
+    code is the project's, which runs in the child); within the time limit; a failure is ignored (the child
+    meets it again and reports it).  Every child starts from the same state, whatever the order of the files."""
+    import importlib
+    import importlib.util
+
+    from migrations_policy.lint.loader import is_local_file, sandbox
+
+    wanted = sorted({name for task in tasks for name in _imported_names(task[1])} - set(sys.modules))
+    if not wanted:
+        return
+
+    def expired(signum, frame):
+        raise TimeoutError
+
+    signal.signal(signal.SIGALRM, expired)
+    if options.timeout > 0:
+        signal.setitimer(signal.ITIMER_REAL, options.timeout)
+    try:
+        with sandbox():
+            for name in wanted:
+                try:
+                    spec = importlib.util.find_spec(name.split(".")[0])
+                    origin = getattr(spec, "origin", None) or ""
+                    locations = list(getattr(spec, "submodule_search_locations", None) or [])
+                    files = [origin] if origin.endswith(".py") else [
+                        os.path.join(location, "__init__.py") for location in locations]
+                    if not files or any(is_local_file(file) for file in files) or not all(
+                            os.path.isfile(file) for file in files):
+                        continue
+                    importlib.import_module(name)
+                    PREIMPORTED.append(name)
+                except TimeoutError:
+                    raise
+                except BaseException:  # noqa: BLE001 - the child meets it again and reports it
+                    continue
+            if PREIMPORTED:  # the models they define: mapped once here, not on first use in every child
+                from sqlalchemy.orm import configure_mappers
+
+                try:
+                    configure_mappers()
+                except Exception:  # noqa: BLE001 - a child meets it again where a script uses them
+                    pass
+    except TimeoutError:
+        pass
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+
+
+def in_worker(path: str, phase: str, options, source: str, code) -> tuple | None:
+    """The verdict of a plain script analysed here, as a child would send it; None on any surprise (a child
+    analyses it then)."""
+    from pathlib import Path
+
+    from migrations_policy.lint.engine import analyse
+
+    try:
+        hits = analyse(Path(path), phase, options, source=source, code=code)
+        return [hit.to_list() for hit in hits], None, [], True
+    except BaseException:  # noqa: BLE001 - isolated in a child instead
+        return None
