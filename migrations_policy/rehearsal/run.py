@@ -25,6 +25,7 @@ import sqlalchemy as sa
 from alembic import command as alembic_command
 
 from migrations_policy import commands
+from migrations_policy.commands.dbsync import run_alembic_on
 from migrations_policy.data.discovery import load_release_mapping
 from migrations_policy.core.errors import PolicyError, UsageError
 from migrations_policy.core import progress
@@ -139,7 +140,7 @@ class _Rehearsal:
                 report.steps.append(f"upgrade {phase}: {done.text()}")
             else:
                 with self.project.connect() as conn:
-                    commands._run_alembic_on(self.project, conn, alembic_command.upgrade, target)
+                    run_alembic_on(self.project, conn, alembic_command.upgrade, target)
                 report.steps.append(f"upgrade {phase} to {target}")
         except PolicyError as exc:
             report.failures.append(f"upgrade {phase}: {exc.message}")
