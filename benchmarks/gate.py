@@ -176,8 +176,10 @@ def inventory(server, rows: int):
                       url=url.render_as_string(hide_password=False))
     engine = sa.create_engine(url)
     try:
+        from migrations_policy.commands.dbsync import run_alembic_on
+
         with project.connect() as conn:
-            dbsync._run_alembic_on(project, conn, alembic_command.upgrade, "r1_inventory")
+            run_alembic_on(project, conn, alembic_command.upgrade, "r1_inventory")
         started = time.perf_counter()
         fill(engine, rows)
         filled = time.perf_counter() - started

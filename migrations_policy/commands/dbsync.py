@@ -94,7 +94,7 @@ def _is_driver_error(exc: BaseException) -> bool:
                for k in type(exc).__mro__)
 
 
-def _run_alembic_on(project: Project, conn, fn, *args, **kwargs) -> None:
+def run_alembic_on(project: Project, conn, fn, *args, **kwargs) -> None:
     """Run alembic command *fn* on our connection (env.py takes it from ``config.attributes``).
 
     The connection is handed over with no transaction open, so that env.py's
@@ -351,7 +351,7 @@ def upgrade(project: Project, phases: tuple[str, ...] = PHASES, force: str | Non
             if force:
                 project.alembic_config.attributes[FORCE_ATTRIBUTE] = force
             try:
-                _run_alembic_on(project, conn, alembic_command.upgrade, _phase_target(project, phase))
+                run_alembic_on(project, conn, alembic_command.upgrade, _phase_target(project, phase))
                 stats = project.alembic_config.attributes.pop(STATS_ATTRIBUTE, None)
                 result.lock_timeouts += stats.timeouts if stats is not None else 0
             except PolicyError as exc:
@@ -374,7 +374,7 @@ def stamp(project: Project, revisions: list[str], purge: bool = False, force: st
         if force:
             project.alembic_config.attributes[FORCE_ATTRIBUTE] = force
         try:
-            _run_alembic_on(project, conn, alembic_command.stamp, revisions, purge=purge)
+            run_alembic_on(project, conn, alembic_command.stamp, revisions, purge=purge)
         finally:
             project.alembic_config.attributes.pop(FORCE_ATTRIBUTE, None)
         after = sorted(current_heads(conn))
@@ -430,7 +430,7 @@ def rollback(project: Project, dry_run: bool = False, force: str | None = None, 
         if force:
             attributes[FORCE_ATTRIBUTE] = force
         try:
-            _run_alembic_on(project, conn, alembic_command.downgrade, plan.target)
+            run_alembic_on(project, conn, alembic_command.downgrade, plan.target)
         finally:
             attributes.pop(FORCE_ATTRIBUTE, None)
             attributes.pop(COMMAND_ATTRIBUTE, None)
