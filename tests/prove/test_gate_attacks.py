@@ -211,6 +211,7 @@ def test_stamp_across_the_gate_needs_force_and_is_kept_in_the_history(tmp_path, 
                 "SELECT command, reason, migration FROM migrations_policy_gate_overrides ORDER BY id")).all()
         assert [(h.command, h.reason, h.migration) for h in history] == [
             ("stamp", reason, name) for reason in ("restored from backup", "second try")
-            for name in (*NEEDED, "port_node_orphans")]  # the example contract's own requirements
+            for name in (*NEEDED, "port_node_orphans",  # the example contract's own requirements
+                         "object_version_nodes", "object_version_ports")]  # and every unfinished one (global rule)
     finally:
         app.engine.dispose()
