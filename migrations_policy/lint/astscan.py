@@ -137,12 +137,16 @@ class _Scanner:
         self.functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         self.unevaluated: list[int] = []
         self.batch_tables: dict[str, str] = {}
+        #: name -> (module, attribute) of the script's top-level ``from MODULE import NAME`` (level 0).
+        self.imported = {alias.asname or alias.name: (node.module, alias.name) for node in tree.body
+                         if isinstance(node, ast.ImportFrom) and node.module and not node.level
+                         for alias in node.names}
 
     def eval(self, node: ast.AST, env: dict[str, Any]) -> Any:
         if any(isinstance(n, ast.Name) and env.get(n.id) is _UNKNOWN for n in ast.walk(node)):
             return _UNKNOWN  # never computed with a placeholder: it would reach op calls and messages
-        code = compile(ast.fix_missing_locations(ast.Expression(body=node)), self.filename, "eval")
         try:
+            code = compile(ast.fix_missing_locations(ast.Expression(body=node)), self.filename, "eval")
             value = eval(code, {**self.globals, **env})  # noqa: S307 - the script's own expressions
         except Exception:  # noqa: BLE001 - anything not computable offline is unknown
             return _UNKNOWN
@@ -266,6 +270,8 @@ class _Scanner:
             self.helper(self.functions[func.id], node, env, depth)
             return _UNKNOWN
         imported = self.imported_helper(func, env, node.lineno) if depth < MAX_DEPTH else None
+        if imported is None and depth < MAX_DEPTH and isinstance(func, ast.Name) and func.id in self.imported:
+            imported = _unimported_helper(*self.imported[func.id], node.lineno)
         if imported is not None:  # a helper of the project's own modules: followed like the script's own
             self.helper(imported[0], node, env, depth, namespace=imported[1])
             return _UNKNOWN
@@ -322,6 +328,7 @@ class _Scanner:
         for sub in ast.walk(fn):
             if hasattr(sub, "lineno"):
                 sub.lineno = sub.end_lineno = line
+                sub.col_offset = sub.end_col_offset = 0  # one position: a valid range for compile()
         return fn, target.__globals__
 
     def from_literals(self, node: ast.Call, func: ast.Attribute, env: dict[str, Any] | None = None) -> bool:
@@ -372,6 +379,50 @@ class _Scanner:
                                       and _const(kws["existing_nullable"]) is _const(kws["nullable"])):
             kinds.append(m.SET_NOT_NULL if _const(kws["nullable"]) is False else m.DROP_NOT_NULL)
         return [op.with_(kind=k) for k in kinds] or [op.with_(kind=m.OTHER)]
+
+
+def _unimported_helper(module: str, name: str, line: int):
+    """``(FunctionDef, namespace)`` of function *name* of the project's module *module* when that module could not
+    be imported (a package whose ``__init__`` needs what is not installed): its file is found on ``sys.path``
+    (the current directory first) without importing its packages, loaded statement by statement
+    (``missing.load_partially``) and its function read like the script's own, every line at *line*; None when
+    there is no such local file or function."""
+    import os
+    import sys
+    import types
+
+    from migrations_policy.lint.loader import one_line
+    from migrations_policy.lint.missing import Notes, load_partially
+
+    parts = module.split(".")
+    for entry in sys.path:
+        base = os.path.join(entry or ".", *parts)
+        for candidate in (base + ".py", os.path.join(base, "__init__.py")):
+            if not is_local_file(candidate):
+                continue
+            try:
+                with open(candidate, encoding="utf-8") as fh:
+                    tree = ast.parse(fh.read(), candidate)
+            except (OSError, SyntaxError, ValueError, UnicodeDecodeError, RecursionError, MemoryError):
+                return None
+            fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+            if fn is None:
+                return None
+            namespace = types.ModuleType(module)
+            namespace.__file__ = candidate
+            namespace.__package__ = module if candidate.endswith("__init__.py") else module.rpartition(".")[0]
+            try:
+                load_partially(tree, namespace, candidate, Notes(), one_line)
+            except MemoryError:
+                raise
+            except BaseException:  # noqa: BLE001 - SystemExit and the like of the helper's module: not followed
+                return None
+            for sub in ast.walk(fn):
+                if hasattr(sub, "lineno"):
+                    sub.lineno = sub.end_lineno = line
+                    sub.col_offset = sub.end_col_offset = 0  # one position: a valid range for compile()
+            return fn, vars(namespace)
+    return None
 
 
 def _parameters(fn: ast.FunctionDef) -> dict[str, Any]:

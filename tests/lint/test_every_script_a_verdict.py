@@ -88,13 +88,23 @@ def _tree(rng: random.Random, root: Path) -> tuple[Path, Path, dict]:
         "from alembic import op\nimport sqlalchemy as sa\n\n\ndef apply(operations=op):\n"
         + "".join(f"    {line.replace('op.', 'operations.', 1)}\n" for line in helper_ops)
         + "\n\ndef is_sqlite():\n    return op.get_bind().dialect.name == 'sqlite'\n")
+    # the project's own package whose __init__ needs the missing package (dagster's helpers): importing any of its
+    # modules fails without it; its helper's operations are still found, from its source
+    package = _name(rng, "proj_")
+    (root / package / "migration").mkdir(parents=True)
+    (root / package / "__init__.py").write_text(f"from {missing}.sub import thing\nVALUE = thing() + 1\n")
+    (root / package / "migration" / "__init__.py").write_text("")
+    package_ops = [_op(rng) for _ in range(rng.randint(1, 2))]
+    (root / package / "migration" / "utils.py").write_text(
+        "from alembic import op\nimport sqlalchemy as sa\n\n\ndef create_things():\n"
+        + "".join(f"    {line}\n" for line in package_ops))
     down = None
     for i in range(SCRIPTS):
         rid = f"{i:02d}{_name(rng, '')}"
         head = ['"""generated"""', "from alembic import op, context", "import sqlalchemy as sa"]
         module, body = [], []
         features = rng.sample(["import", "import_from", "module_use", "upgrade_use", "type_use", "decorated_base",
-                               "config", "module_config", "guard", "helper", "helper_guard", "ops"],
+                               "config", "module_config", "guard", "helper", "helper_guard", "ops", "package"],
                               rng.randint(2, 6))
         if "import" in features or "upgrade_use" in features or "type_use" in features:
             head.append(f"import {missing}")
@@ -112,6 +122,9 @@ def _tree(rng: random.Random, root: Path) -> tuple[Path, Path, dict]:
                         f'nullable=True))')
         if "helper" in features or "helper_guard" in features:
             head.append(f"import {helper}")
+        if "package" in features:
+            head.append(f"from {package}.migration.utils import create_things")
+            body.append("create_things()")
         if "module_config" in features:
             module.append(f'PREFIX = context.config.get_main_option("{option}")')
             body.append('op.drop_column(PREFIX + "_users", "legacy")')
