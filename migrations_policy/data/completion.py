@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any, Iterable, Iterator, NamedTuple
 
 import sqlalchemy as sa
@@ -172,18 +172,17 @@ def snapshot(conn: Connection, inspector: Any = None) -> Snapshot:
             parents.setdefault(child.lower(), set()).add(parent)
     triggers = {name: table.lower() for name, table in
                 conn.execute(sa.text(_TRIGGERS[dialect]), {"prefix": TRIGGER_PREFIX + "%"})}
-    if not (inspector.has_table(DIRTY_TABLE) and inspector.has_table(PROOFS_TABLE)):
+    try:  # a user who may not read them (privileges), or MariaDB's 1412 (the tables are newer than
+        if not (inspector.has_table(DIRTY_TABLE) and inspector.has_table(PROOFS_TABLE)):  # this
+            return Snapshot(False, {}, {}, triggers, parents)                          # transaction's
+        with conn.begin_nested() if dialect == "postgresql" else nullcontext():  # snapshot): no proof
+            marks, stored = _marks_and_proofs(conn)
+        current = None
+        if dialect == "mysql":
+            with conn.engine.connect() as fresh:
+                current = _marks_and_proofs(fresh)
+    except sa.exc.DBAPIError:
         return Snapshot(False, {}, {}, triggers, parents)
-    try:
-        marks, stored = _marks_and_proofs(conn)
-    except sa.exc.OperationalError as exc:  # MariaDB: the tables are newer than this transaction's
-        if dialect != "mysql" or getattr(exc.orig, "args", (None,))[0] != 1412:  # snapshot: prove next time
-            raise
-        return Snapshot(False, {}, {}, triggers, parents)
-    current = None
-    if dialect == "mysql":
-        with conn.engine.connect() as fresh:
-            current = _marks_and_proofs(fresh)
     return Snapshot(True, marks, stored, triggers, parents, current)
 
 
@@ -316,7 +315,9 @@ def install(engine: Engine, migration: DataMigration) -> bool:
                 return True
             tables = _tables(migration, snap)
             conn.rollback()
-            with conn.begin(), _short_lock_wait(conn):
+            with conn.begin():  # first: the triggers run as this user (MariaDB's DEFINER, PostgreSQL's
+                _mark(conn, migration.name)  # SECURITY DEFINER): one that may not write the marks would
+            with conn.begin(), _short_lock_wait(conn):  # make every write of the application fail
                 _create_triggers(conn, migration, tables)
                 _mark(conn, migration.name)
         return True
