@@ -332,7 +332,10 @@ def test_probes_run_in_one_process_and_counts_in_parallel_on_postgresql(db_engin
             probes = [(statement, value) for statement, value in seen if "LIMIT" in statement and "OFFSET" not in statement]
             windows = [value for statement, value in probes if "<=" in statement]
             rests = [value for statement, value in probes if "<=" not in statement]  # no cursor: the rest is "id >"
-            assert all(value == session_value for value in counts + rests), (seed, label, seen)
+            # the full counts keep the session's setting; the gate's estimate is a bounded sample
+            # (data/estimate.py: at most 8,192 rows), read like a probe
+            full_counts = counts if label in ("count", "exact") else []
+            assert all(value == session_value for value in full_counts + rests), (seed, label, seen)
             assert all(value == "0" for value in windows), (seed, label, seen)
             if label in ("probe", "gate") and not pending_keys:
                 assert rests, (seed, label, seen)  # nothing pending: the rest of the table was read
