@@ -155,6 +155,8 @@ def test_the_projects_code_cannot_crash_or_silence_a_command(tmp_path, backend, 
                 (control_file, _) = _write(app, "upgrade", "pass")
                 control, _ = _run(app, command, capsys)
                 (app.ini.parent / "migrations" / "versions" / "expand" / control_file).unlink()
+            if command == "upgrade --expand":  # the next release's expand waits for this one's migrations
+                assert app.dbsync("online_data_migrations", "--migration=port_node_orphans") == 0
             filename, line = _write(app, place, stop)
             orphans = _orphans(app)
             code, output = _run(app, command, capsys)
