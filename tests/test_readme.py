@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,12 +19,11 @@ ROOT = Path(__file__).resolve().parent.parent
 DISTRIBUTION_PYTHON = Path("/usr/bin/python3")
 
 
-def setup_commands(readme: str | None = None) -> list[str]:
-    """The shell commands of the README's set-up section, in order."""
-    text = readme if readme is not None else (ROOT / "README.md").read_text()
-    section = re.search(r"^## Set up on a fresh Debian machine.*?(?=^## )", text, re.S | re.M)
-    assert section, "README: no '## Set up on a fresh Debian machine' section"
-    return [block.strip() for block in re.findall(r"```sh\n(.*?)```", section.group(0), re.S)]
+def setup_commands(readme: Path | None = None) -> list[str]:
+    """The shell commands of the README's set-up section, in order, as ``.ci/run`` reads them."""
+    extra = [str(readme)] if readme is not None else []
+    return [subprocess.run([sys.executable, str(ROOT / ".ci" / "readme_command"), str(n), *extra],
+                           capture_output=True, text=True, check=True).stdout.strip() for n in (1, 2)]
 
 
 def test_the_readme_has_exactly_two_setup_commands_and_ci_runs_the_second():
@@ -34,8 +34,9 @@ def test_the_readme_has_exactly_two_setup_commands_and_ci_runs_the_second():
     assert "readme_command" in ci  # .ci/run takes the command from the README, not a copy of it
 
 
-def test_setup_commands_are_found_in_another_readme():
-    readme = "# x\n## Set up on a fresh Debian machine\n```sh\na\n```\ntext\n```sh\nb c\n```\n## Next\n```sh\nd\n```\n"
+def test_setup_commands_are_found_in_another_readme(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("# x\n## Set up on a fresh Debian machine\n```sh\na\n```\ntext\n```sh\nb c\n```\n## Next\n```sh\nd\n```\n")
     assert setup_commands(readme) == ["a", "b c"]
 
 
