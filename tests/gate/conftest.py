@@ -50,6 +50,8 @@ class App:
         meta = sa.MetaData()
         nodes = sa.Table("nodes", meta, autoload_with=self.engine)
         ports = sa.Table("ports", meta, autoload_with=self.engine)
+        if rows == 0:  # an empty parameter list would run INSERT ... DEFAULT VALUES once
+            return
         with self.engine.begin() as conn:
             conn.execute(nodes.insert(), [
                 {"id": i, "uuid": str(uuid.uuid4()), "name": f"n{i}", "extra": f'{{"i": {i}}}'}
