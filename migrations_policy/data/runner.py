@@ -513,19 +513,18 @@ class _Walk:
         they are *remaining*, found by a later walk.
         """
         m = self.migration
-        if m.unmigratable is not None:
-            processed = yielding.update(conn, m, batch)
-            return processed, processed, 0
-        if m.deletes:  # the rows it was given are gone: none can be stuck
-            deleted = m.migrate(conn, batch)
-            if not isinstance(deleted, int) or isinstance(deleted, bool) or deleted < 0:
-                raise TypeError(f"{m.name}: a deleting migration returns the number of rows it deleted, "
-                                f"not {deleted!r}")
-            return deleted, deleted, 0
-        given = pending_keys(conn, m, batch.where)
-        with yielding.short_lock_wait(conn):
+        given = set() if m.unmigratable is not None or m.deletes else pending_keys(conn, m, batch.where)
+        with yielding.short_lock_wait(conn):  # every statement that migrates gives way to live traffic
+            if m.unmigratable is not None:
+                processed = yielding.update(conn, m, batch)
+                return processed, processed, 0
             returned = m.migrate(conn, batch)
-        stuck = len(given & pending_keys(conn, m, batch.where, current=True))
+            if m.deletes:  # the rows it was given are gone: none can be stuck
+                if not isinstance(returned, int) or isinstance(returned, bool) or returned < 0:
+                    raise TypeError(f"{m.name}: a deleting migration returns the number of rows it deleted, "
+                                    f"not {returned!r}")
+                return returned, returned, 0
+            stuck = len(given & pending_keys(conn, m, batch.where, current=True))
         migrated = returned if isinstance(returned, int) and not isinstance(returned, bool) \
             else len(given) - stuck
         return max(len(given), migrated + stuck), migrated, stuck

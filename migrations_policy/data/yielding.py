@@ -10,10 +10,10 @@ So the batch must never be part of a cycle, or leave it first:
   local to the batch's transaction, set just before its statement); that is
   far below ``deadlock_timeout`` (1 s by default), so a cycle is broken by the batch giving up
   before any session runs its deadlock check.
-* **MariaDB/MySQL**, set-based form: the batch first locks its pending rows in key order
-  with ``SELECT ... ORDER BY key FOR UPDATE NOWAIT`` and then updates exactly those keys, so
-  it never waits for a lock at all, and a transaction that never waits is in no cycle.
-  (The function form runs the project's statements: it gets the database's default waits.)
+* **MariaDB/MySQL**: while the batch migrates (the set-based UPDATE, or every statement the
+  project's function runs), its session's ``innodb_lock_wait_timeout`` is 0: a row lock held
+  by someone else fails the statement at once instead of waiting, so the batch never waits
+  for a lock, and a transaction that never waits is in no cycle, whatever order it locks in.
 
 A batch that gave way (lock not available, deadlock, lock timeout) rolled back entirely; the
 runner counts it (``MigrationReport.yielded``, in the report and its JSON), halves the next
@@ -59,39 +59,58 @@ def backoff(consecutive: int) -> None:
 
 
 def update(conn: Connection, migration: DataMigration, batch: Batch) -> int:
-    """The set-based batch statement, taking its locks so that it is the one that yields; the
-    rows it updated."""
+    """The set-based batch statement (run inside ``short_lock_wait``); the rows it updated."""
     where = sa.and_(batch.where, sa.not_(migration.unmigratable))
-    dialect = conn.dialect.name
-    if dialect in ("mysql", "mariadb"):
-        key = migration.key_column
-        keys = conn.execute(sa.select(key).where(where).order_by(key).with_for_update(nowait=True)).scalars().all()
-        if not keys:
-            return 0
-        return conn.execute(sa.update(migration.table).where(key.in_(keys)).values(dict(migration.values))).rowcount
-    statement = sa.update(migration.table).where(where).values(dict(migration.values))
-    if dialect != "postgresql":
-        return conn.execute(statement).rowcount
-    with short_lock_wait(conn):
-        return conn.execute(statement).rowcount
+    return conn.execute(sa.update(migration.table).where(where).values(dict(migration.values))).rowcount
 
 
 class short_lock_wait:
-    """PostgreSQL, inside the batch's transaction: ``lock_timeout`` of ``LOCK_WAIT_MS`` for the
-    rest of that transaction (``set_config(..., true)``: the next transaction has the session's
-    own value again).  One statement per batch: the bookkeeping after the batch's statement
-    waits at most as long too, and a timeout there is a batch that gave way like any other.
-    Other dialects: nothing."""
+    """The batch's migrating statements (the set-based UPDATE, or whatever the project's function
+    runs) wait for a row lock at most briefly, so that in any lock cycle with an application
+    transaction the batch is the one that gives way:
+
+    * PostgreSQL: ``lock_timeout`` of ``LOCK_WAIT_MS`` for the rest of the batch's transaction
+      (``set_config(..., true)``: the next transaction has the session's own value again), below
+      ``deadlock_timeout``; one statement per batch, and the bookkeeping after the batch's
+      statement waits at most as long too (a timeout there is a batch that gave way like any other).
+    * MariaDB/MySQL: ``innodb_lock_wait_timeout = 0`` for the session while the block runs, then
+      the session's own value again (read once per connection): a statement that meets a row lock
+      fails at once (1205) instead of waiting, and a transaction that never waits is in no
+      deadlock cycle, whatever order its statements lock rows in.  (InnoDB would otherwise pick
+      the application as the victim: the lighter transaction.)  The bookkeeping after the block
+      waits as usual: it only meets other runners.  MySQL's minimum is 1 s (a lock wait of at
+      most 1 s; a cycle is then still judged by InnoDB).
+    * SQLite: nothing (one writer at a time)."""
 
     def __init__(self, conn: Connection):
         self.conn = conn
+        self.restore: Any = None
 
     def __enter__(self) -> None:
-        if self.conn.dialect.name == "postgresql":
-            self.conn.execute(_SET_LOCK_WAIT)
+        conn = self.conn
+        dialect = conn.dialect.name
+        if dialect == "postgresql":
+            conn.execute(_SET_LOCK_WAIT)
+        elif dialect in ("mysql", "mariadb"):
+            info = conn.connection.info
+            if _SAVED not in info:
+                info[_SAVED] = conn.execute(_READ_INNODB_WAIT).scalar()
+            self.restore = info[_SAVED]
+            conn.execute(_SET_INNODB_WAIT, {"seconds": 0})
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        if self.restore is None or self.conn.invalidated:
+            return None
+        try:
+            self.conn.execute(_SET_INNODB_WAIT, {"seconds": self.restore})
+        except Exception:  # noqa: BLE001 - never hide the batch's own error; the next block sets it again
+            if exc_type is None:
+                raise
+            self.conn.connection.info.pop(_SAVED, None)
         return None
 
 
 _SET_LOCK_WAIT = sa.select(sa.func.set_config("lock_timeout", f"{LOCK_WAIT_MS}ms", True))
+_SAVED = "migrations_policy.innodb_lock_wait_timeout"
+_READ_INNODB_WAIT = sa.text("SELECT @@SESSION.innodb_lock_wait_timeout")
+_SET_INNODB_WAIT = sa.text("SET SESSION innodb_lock_wait_timeout = :seconds")
