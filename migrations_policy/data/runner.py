@@ -46,6 +46,7 @@ from migrations_policy.data.pending import (count_pending,
     remaining)
 from migrations_policy.data.drive import LIMITS, _Budget, _Connections, _drive, validate  # noqa: F401 (LIMITS: re-exported)
 from migrations_policy.data.report import EXIT_USAGE, MigrationReport, RunReport
+from migrations_policy.data.sizing import BatchSizer, next_batch_size  # noqa: F401 (re-exported)
 
 #: Range stepping is used when at least this share of the pending key range is pending.
 DENSE_THRESHOLD = 0.5
@@ -64,9 +65,9 @@ class RunOptions:
     #: Rows per batch; with *batch_seconds*, the size of each migration's first batch.
     batch_size: int = 5000
     #: Target duration of one batch transaction (None: every batch has *batch_size* rows).
-    #: Each batch is then sized from how long the previous one took (at most
-    #: ``MAX_GROWTH`` x *batch_size*): big enough to amortise the per-batch costs, short
-    #: enough that row locks are held briefly whatever the table and the load.
+    #: Each batch is then sized from the fixed and per-row parts of the recent batches' time
+    #: (``sizing.BatchSizer``; at most ``MAX_GROWTH`` x *batch_size*): about the target, but
+    #: never so small that the fixed part is over a tenth of a batch's time, whatever the load.
     batch_seconds: float | None = None
     max_count: int | None = None
     sleep: float = 0.0
@@ -92,13 +93,6 @@ def pending_keys(conn: Connection, migration: DataMigration, where: Any, current
     if current and conn.dialect.name in ("mysql", "mariadb"):
         query = query.with_for_update(read=True)
     return set(conn.execute(query).scalars())
-
-
-def next_batch_size(size: int, seconds: float, target: float, ceiling: int) -> int:
-    """The size that makes a batch of *size* rows that took *seconds* take about *target*:
-    scaled by ``target / seconds``, by at most 2x up or down per batch, within 1..*ceiling*."""
-    factor = 2.0 if seconds <= 0 else min(max(target / seconds, 0.5), 2.0)
-    return max(1, min(ceiling, int(size * factor)))
 
 
 # -- one migration's walk -------------------------------------------------------------
@@ -140,6 +134,8 @@ class _Walk:
         self.peers = False  # other runners held live claims at the last claim
         self._ledger_read = ledger.last_key_query(migration.name)  # its last_key, read under the lock
         self.yields_in_a_row = 0  # batches in a row that gave way to application transactions
+        self.sizer = BatchSizer(run.batch_seconds, run.batch_size * MAX_GROWTH) if run.batch_seconds else None
+        self.migrating_seconds = 0.0  # the last batch's time in its migrating statements
 
     def note(self, text: str) -> None:
         """Add *text* to the report's strategy note."""
@@ -307,9 +303,8 @@ class _Walk:
             report.deleted += migrated
         report.stuck += stuck
         report.longest_batch_seconds = max(report.longest_batch_seconds, seconds)
-        if self.run.batch_seconds and full and width == self.batch_size:  # not cut short by --max-count
-            self.batch_size = next_batch_size(width, seconds, self.run.batch_seconds,
-                                              self.run.batch_size * MAX_GROWTH)
+        if self.sizer is not None and full and width == self.batch_size:  # not cut short by --max-count
+            self.batch_size = self.sizer.next(width, seconds, self.migrating_seconds)
         report.batch_sizes = (min(report.batch_sizes[0], width) if report.batches > 1 else width,
                               max(report.batch_sizes[1], width))
         if self.run.sleep:
@@ -347,7 +342,9 @@ class _Walk:
         record it in the ledger."""
         name = self.migration.name
         completion.quiet(conn, self.migration)
+        began = time.perf_counter()
         processed, migrated, stuck = self._migrate(conn, batch)
+        self.migrating_seconds = time.perf_counter() - began
         if chunk is not None:
             claims.advance(conn, name, chunk.high, chunk.holder, batch.upper)
         ledger.record_batch(conn, name, migrated, stuck, batch.upper if chunk is None else None)
