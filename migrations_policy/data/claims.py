@@ -13,7 +13,7 @@ runners claim and migrate the ranges after it:
   past the batch's keys (``advance``) and deletes it with the last one: a claim holds
   exactly the keys its runner has not migrated yet;
 * a runner alone claims several batches at a time (one short transaction per several
-  batches), with others about one batch at a time (``runner.CLAIM_BATCHES``);
+  batches), with others about one batch at a time (``claiming.CLAIM_BATCHES``);
 * ``holder`` is a token on which the runner's session holds a lock for as long as it
   lives (PostgreSQL ``pg_advisory_lock``, MariaDB/MySQL ``GET_LOCK``).  A claim whose
   holder's lock is free belongs to a session that died, so its batch in progress rolled

@@ -18,6 +18,11 @@ on key ranges each claims for itself (``claims``); where claims cannot work
 (SQLite, non-integer keys) they take turns, one batch at a time.  What remains is
 always counted live from the pending predicate (``pending`` decides what remains
 for the gate, ``check`` and ``status``).
+
+This module holds the batch loop (``_Walk.step``) and the run; the walk's other concerns
+have their own modules: ``survey`` (where a walk starts, how it ends and what it records),
+``claiming`` (key ranges claimed beside other runners), ``sizing`` (the next batch's size),
+``yielding`` (a batch gives way to live traffic), ``drive`` (the workers and the budget).
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -35,25 +40,16 @@ from migrations_policy.core.urls import mask_text
 from migrations_policy.core.errors import UsageError
 from migrations_policy.core.project import _one_line
 from migrations_policy.data import claims, completion, ledger, locks, yielding
-from migrations_policy.data import pending as probes
 from migrations_policy.data.declare import Batch, DataMigration, Registry, key_bound
-from migrations_policy.data.pending import (count_pending,
-    cursor_value,
-    index_lookups,
-    missing_columns,
-    null_keyed,
-    one_row_plans,
-    remaining)
+from migrations_policy.data.pending import index_lookups, missing_columns, one_row_plans  # noqa: F401 (missing_columns: re-exported)
 from migrations_policy.data.drive import LIMITS, _Budget, _Connections, _drive, validate  # noqa: F401 (LIMITS: re-exported)
 from migrations_policy.data.report import EXIT_USAGE, MigrationReport, RunReport
 from migrations_policy.data.sizing import BatchSizer, next_batch_size  # noqa: F401 (re-exported)
+from migrations_policy.data.claiming import CLAIM_BATCHES, Chunk, Claiming  # noqa: F401 (re-exported)
+from migrations_policy.data.survey import DENSE_THRESHOLD, Survey  # noqa: F401 (re-exported)
 
-#: Range stepping is used when at least this share of the pending key range is pending.
-DENSE_THRESHOLD = 0.5
 #: With a batch time target, a batch grows to at most this many times ``--batch-size``.
 MAX_GROWTH = 10
-#: A runner alone on a migration claims up to this many batches at a time.
-CLAIM_BATCHES = 16
 #: A walk with nothing left to claim waits this long at most for other runners' claimed
 #: batches to commit (or their sessions to die), polling every ``PEER_POLL`` seconds.
 PEER_WAIT = 60.0
@@ -96,18 +92,7 @@ def pending_keys(conn: Connection, migration: DataMigration, where: Any, current
 
 
 # -- one migration's walk -------------------------------------------------------------
-class Chunk(NamedTuple):
-    """What remains of a claim: ``low < key <= high`` (no lower bound when None); *own*: this
-    walk's next keys (False: a dead runner's claim, taken over); *holder*: the token of the
-    session that holds it (a walk's steps may run on any worker thread's connection)."""
-
-    low: Any
-    high: Any
-    own: bool
-    holder: int
-
-
-class _Walk:
+class _Walk(Survey, Claiming):
     def __init__(self, migration: DataMigration, options: Mapping[str, Any], run: RunOptions):
         self.migration = migration
         self.options = options
@@ -148,87 +133,6 @@ class _Walk:
                                       else _one_line(exc))
         self.report.state = ledger.ERROR
         self.finished = True
-
-    def prepare(self, engine: Engine) -> None:
-        """Count what is pending, choose range stepping or keyset, mark the ledger."""
-        m, report = self.migration, self.report
-        with engine.connect() as conn:
-            missing = missing_columns(conn, m)
-            if missing:
-                report.state, self.finished = ledger.INAPPLICABLE, True
-                report.strategy_note = (f"{', '.join(missing)} does not exist "
-                                        "(not created yet, or dropped by a contract): skipped")
-                return
-            state, self.ledger_key = ledger.position(conn, m.name)
-            if state == ledger.RETIRED:  # a forced contract downgrade re-created its source empty
-                report.state, self.finished = ledger.INAPPLICABLE, True
-                report.strategy_note = ("retired: a contract that dropped what it reads was reverted (forced); its "
-                                        "source came back empty, and copying it again would overwrite what it copied")
-                return
-            conn.rollback()
-            completion.install(engine, m)  # before any batch: what this run leaves is then remembered
-            resume = cursor_value(conn, m, self.ledger_key) if state in ledger.RESUMABLE else None
-            with index_lookups(conn), one_row_plans(conn):
-                low, high, density, resumed = self._survey(conn, resume)
-                count, estimated = (0, False) if low is None else \
-                    remaining(conn, m, self.ledger_key, self.run.exact)
-            conn.rollback()
-            ledger.record_start(conn, m.name)
-        report.remaining_before, report.remaining_before_estimated = count, estimated
-        report.state = ledger.RUNNING
-        if low is None:
-            self.finished = self.walked_to_end = True
-            return
-        self.first_key = low
-        self.integer_keys = claims.usable_key(low, high)
-        if resumed:
-            self.resumed_from = resume
-            report.strategy_note = f"resumed after {m.key} {resume} (where the last run stopped)"
-        if density is not None:
-            if density >= DENSE_THRESHOLD and self.integer_keys:  # steps stay within BIGINT
-                report.strategy, self.cursor, self.high = "range", low - 1, high
-                return
-            why = (f"batches follow the pending rows one after another: few are pending "
-                   f"({density:.1%} of {m.key} {low}..{min(high, low + probes.PROBE_WINDOW - 1)})")
-        else:
-            why = f"batches follow the pending rows in {m.key} order ({m.table_name}.{m.key} is not a number)"
-        self.note(why)
-        report.strategy = "keyset"
-        self.cursor = resume if resumed else None
-
-    def _survey(self, conn: Connection, resume: Any) -> tuple[Any, Any, float | None, bool]:
-        """The first and last pending keys, the density of pending keys in the first window
-        (None: not integer keys), and whether the walk resumes past *resume*.
-
-        No count of the table: the ends are read in key order (one index lookup each where
-        rows are pending there), the density from the first ``PROBE_WINDOW`` keys.  A walk
-        that the last run left midway (``ledger.RESUMABLE``) resumes past its cursor *resume*,
-        so a ``--max-count`` loop does not read again what earlier runs finished; rows behind
-        the cursor are walked once it reaches the end (``_walk_behind``)."""
-        m = self.migration
-        key = m.key_column
-        low = None if resume is None else self._first_pending(conn, key > key_bound(resume))
-        resumed = low is not None
-        if low is None:
-            low = self._first_pending(conn)  # nothing past the cursor: from the start
-        if low is None:
-            return None, None, None, False  # verified: nothing is pending
-        high = conn.execute(sa.select(key).where(key.is_not(None), m.pending).order_by(key.desc()).limit(1)).scalar()
-        if high is None:  # migrated by another runner since the first read (no snapshot across reads)
-            high = low
-        if not isinstance(low, int) or isinstance(low, bool):
-            return low, high, None, resumed
-        edge = min(high, low + probes.PROBE_WINDOW - 1)
-        sample = conn.execute(sa.select(sa.func.count()).select_from(m.table).where(
-            key >= key_bound(low), key <= key_bound(edge), m.pending)).scalar()
-        return low, high, sample / (edge - low + 1), resumed
-
-    def _first_pending(self, conn: Connection, *where: Any) -> Any:
-        """The smallest pending key (and *where*), in key order: one index lookup where it is near.
-        Rows with a NULL key (first in SQLite's and MariaDB's order) are left to ``finish``."""
-        m = self.migration
-        key = m.key_column
-        return conn.execute(sa.select(key).where(*where, key.is_not(None), m.pending).order_by(key).limit(1)).scalar()
 
     def step(self, connections: _Connections, width: int) -> int:
         """One batch of at most about *width* rows; returns the rows it processed.
@@ -325,18 +229,6 @@ class _Walk:
         yielding.backoff(self.yields_in_a_row)
         return True
 
-    def _rehome(self, conn: Connection, chunk: Chunk, token: int) -> bool:
-        """First in a batch's transaction, when this step runs on another worker thread's
-        connection than the one that claimed *chunk*: make the claim this session's, so that it
-        lives and dies with the connection migrating it (the row stays locked until the batch
-        commits: a runner that found the old session gone waits, then sees the new holder).
-        False: the old session died and another runner took the claim over: leave it to them."""
-        held = claims.Claim(chunk.low, chunk.high, chunk.holder, False)
-        if claims.take_over(conn, self.migration.name, held, token):
-            return True
-        self.chunk = None
-        return False
-
     def _run_batch(self, conn: Connection, batch: Batch, chunk: Chunk | None = None) -> tuple[int, int, int]:
         """Inside the batch's transaction: migrate, move the claim's start past the batch (claiming),
         record it in the ledger."""
@@ -351,80 +243,6 @@ class _Walk:
         if self.stop is not None and self.stop.is_set():
             raise KeyboardInterrupt  # another thread was interrupted: roll this batch back
         return processed, migrated, stuck
-
-    def _claim(self, conn: Connection, width: int, token: int) -> bool:
-        """Under the migration's lock, claim the next key range for this runner (``self.chunk``);
-        False: nothing left to claim.
-
-        The range is a dead runner's claim when there is one (its batch rolled back: its keys
-        are walked again), else the walk's next ``claim_batches`` batches, stopping short of the
-        first claim it would overlap, or starting past it.  A runner alone claims more batches at
-        a time (1, 2, 4 ... ``CLAIM_BATCHES``), so that claiming costs one short transaction per
-        several batches; with other runners about, or a ``--max-count``, one batch at a time."""
-        name = self.migration.name
-        with locks.batch_transaction(conn, name, self._ledger_read) as current:
-            self._follow_other_runner(current)
-            held = claims.others(conn, name, token)
-            self.peers = any(not c.free for c in held)
-            dead = next((c for c in held if c.free), None)
-            if dead is not None:
-                if claims.take_over(conn, name, dead, token):
-                    self.chunk = Chunk(dead.low, dead.high, own=False, holder=token)
-                    self._took_over(self.chunk)
-                    return True
-                self.peers = True  # a batch is migrating it right now (its walk moved it to another session)
-            wanted = width * self.claim_batches
-            alone = not self.peers and self.run.max_count is None
-            self.claim_batches = min(2 * self.claim_batches, CLAIM_BATCHES) if alone else 1
-            batch = self._outside(conn, held, width, wanted)
-            if batch is None:
-                return False
-            claims.record(conn, name, batch.lower, batch.upper, token)
-            ledger.record_claim(conn, name, batch.upper)
-            self.ledger_key = ledger.as_key_text(batch.upper)
-            self.chunk = Chunk(batch.lower, batch.upper, own=True, holder=token)
-            return True
-
-    def _outside(self, conn: Connection, held: list[claims.Claim], width: int, wanted: int) -> Batch | None:
-        """The walk's next batch of about *wanted* keys, kept out of the claims *held*: it stops
-        short of the first one it would overlap, or starts past it (None: nothing left)."""
-        while True:
-            batch = self._next_batch(conn, wanted)
-            if batch is None:
-                return None
-            if self.report.strategy == "range" and wanted > width:  # not past the last pending key
-                batch = Batch(self.migration, batch.lower, min(batch.upper, max(self.high, batch.lower + width)),
-                              self.options)
-            hit = claims.first_overlap(held, batch.lower, batch.upper)
-            if hit is None:
-                return batch
-            if hit.low is not None and (batch.lower is None or hit.low > batch.lower):
-                return Batch(self.migration, batch.lower, hit.low, self.options)
-            self.cursor = hit.high  # past the other runner's keys
-
-    def _batch_in(self, chunk: Chunk, conn: Connection, width: int) -> tuple[Batch, bool]:
-        """The next batch of the claimed *chunk*: *width* keys (range stepping) or pending keys
-        (keyset) past its start, and whether it has that many (the chunk's last batch may be
-        cut short: its time does not size the next batch)."""
-        m = self.migration
-        if self.report.strategy == "range" and chunk.low is not None:
-            upper = chunk.low + width
-            return Batch(m, chunk.low, min(upper, chunk.high), self.options), upper <= chunk.high
-        key = m.key_column
-        after = () if chunk.low is None else (key > key_bound(chunk.low),)
-        keys = sa.select(key.label("k")).where(*after, key <= key_bound(chunk.high), m.pending) \
-            .order_by(key).limit(width).subquery()
-        last, found = conn.execute(sa.select(sa.func.max(keys.c.k), sa.func.count())).one()
-        return Batch(m, chunk.low, chunk.high if found < width else last, self.options), found >= width
-
-    def _took_over(self, chunk: Chunk) -> None:
-        """A dead runner's claim is this walk's: ``finish`` counts its stuck rows with this walk's."""
-        low = "" if chunk.low is None else f"{chunk.low} < "
-        note = f"walked again {low}{self.migration.key} <= {chunk.high}: its runner died mid-batch"
-        self.note(note)
-        if self.first_key is not None:
-            self.first_key = None if chunk.low is None else min(self.first_key, chunk.low + 1)
-        self.walked_to = chunk.high if self.walked_to is None else max(self.walked_to, chunk.high)
 
     def _at_end(self, conn: Connection) -> None:
         """Nothing left to walk ahead.  Claiming, wait (at most ``PEER_WAIT``) while other runners'
@@ -525,60 +343,6 @@ class _Walk:
         migrated = returned if isinstance(returned, int) and not isinstance(returned, bool) \
             else len(given) - stuck
         return max(len(given), migrated + stuck), migrated, stuck
-
-    def finish(self, engine: Engine) -> None:
-        """Count what remains (live) and record the final state."""
-        report = self.report
-        walked = self.walked_to
-        try:
-            with engine.connect() as conn:
-                stuck = 0
-                if report.state != ledger.INAPPLICABLE:
-                    proof = completion.read(conn, self.migration)  # before the probe
-                    report.remaining_after, report.remaining_after_estimated = remaining(
-                        conn, self.migration, self.ledger_key, self.run.exact)
-                    if report.remaining_after == 0:
-                        completion.remember(engine, self.migration, proof)
-                    nulls = null_keyed(conn, self.migration)
-                    if nulls and report.state != ledger.ERROR:
-                        m = self.migration
-                        self.fail(RuntimeError(
-                            f"{nulls} pending row{'s' if nulls > 1 else ''} of {m.table_name} "
-                            f"{'have' if nulls > 1 else 'has'} a NULL {m.key}, which no batch can reach: "
-                            "a data migration walks its rows by key, which must be unique and NOT NULL"))
-                    if self.migration.unmigratable is not None and walked is not None and report.remaining_after:
-                        key = self.migration.key_column  # the rows this run walked
-                        since = () if self.first_key is None else (key >= key_bound(self.first_key),)
-                        stuck = count_pending(conn, self.migration, sa.and_(
-                            *since, key <= key_bound(walked), self.migration.pending, self.migration.unmigratable))
-                        report.stuck += stuck
-                    conn.rollback()
-                if report.state not in (ledger.ERROR, ledger.INAPPLICABLE, ledger.WAITING):
-                    report.state = (ledger.STUCK if report.stuck else
-                                    ledger.COMPLETE if report.remaining_after == 0 else
-                                    ledger.CAUGHT_UP if self.walked_to_end else ledger.INCOMPLETE)
-                ledger.record_finish(conn, self.migration.name, report.state, report.error, stuck=stuck)
-        except Exception as exc:
-            self.fail(exc)
-        self.finalized = True
-
-    def interrupted(self, engine: Engine) -> None:
-        """After Ctrl-C / SIGTERM: record ``interrupted`` (an error or inapplicable stays what it is),
-        without counting what remains (the operator asked us to stop)."""
-        if self.finalized:
-            return
-        if self.walked_to_end and self.report.state == ledger.RUNNING:
-            self.finish(engine)  # its walk had ended before the stop: what it is, not "interrupted"
-            return
-        self.finalized = True
-        report = self.report
-        if report.state not in (ledger.ERROR, ledger.INAPPLICABLE):
-            report.state = ledger.INTERRUPTED
-        if report.state == ledger.INAPPLICABLE or report.remaining_before is None and not report.error:
-            return  # never started: nothing of it to record
-        with engine.connect() as conn:
-            ledger.record_finish(conn, self.migration.name, report.state, report.error)
-
 
 def _select(registry: Registry, run: RunOptions) -> list[_Walk]:
     for name in [*run.names, *run.options]:
