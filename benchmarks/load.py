@@ -27,7 +27,9 @@ no table gives 1.6x on the same 2-core machine).
 
 Printed per scenario: writer operations (only those started while the backfill
 was running), p50 / p99 / max latency, and the ratio of p50 and p99 to the
-baseline measured in the same run; plus how long the backfill took.
+baseline measured in the same run, and each round's p99 against that round's baseline
+(the scenarios of a round run one after another: A B C A B C) with their median; plus how
+long the backfill took.
 """
 
 from __future__ import annotations
@@ -197,10 +199,13 @@ def report(backend: str, results: list[dict], args: argparse.Namespace) -> None:
           f"median of {args.repeat} interleaved round(s), "
           f"{'labels rewritten at the same length' if args.same_size else 'labels filled (rows grow)'}, "
           f"runner batch size {args.batch_size} (first batch, with a time target)")
-    print(f"{'scenario':<15} {'ops':>7} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>9} {'p50 x':>6} {'p99 x':>6}  backfill")
+    print(f"{'scenario':<15} {'ops':>7} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>9} {'p50 x':>6} {'p99 x':>6} "
+          f"{'p99 x per round (median)':>26}  backfill")
     for r in results:
+        ratios = r.get("p99_ratios", [])
+        per_round = ", ".join(f"{x:.2f}" for x in ratios) + (f" ({statistics.median(ratios):.2f})" if ratios else "")
         print(f"{r['name']:<15} {r['ops']:>7} {r['p50'] * 1000:>8.2f} {r['p99'] * 1000:>8.2f} {r['max'] * 1000:>9.1f} "
-              f"{r['p50'] / base['p50']:>6.2f} {r['p99'] / base['p99']:>6.2f}  {r['backfill']}")
+              f"{r['p50'] / base['p50']:>6.2f} {r['p99'] / base['p99']:>6.2f} {per_round:>26}  {r['backfill']}")
 
 
 def main() -> None:
@@ -232,6 +237,8 @@ def main() -> None:
                      *(() if args.no_big_update else ("big UPDATE",)))
             rounds = [[scenario(name, engine, text, args) for name in names] for _ in range(args.repeat)]
             results = [median_of([round_[i] for round_ in rounds]) for i in range(len(names))]
+            for i, result in enumerate(results):  # each round's p99 against that round's baseline
+                result["p99_ratios"] = [round_[i]["p99"] / round_[0]["p99"] for round_ in rounds]
             engine.dispose()
             report(backend, results, args)
         finally:

@@ -254,9 +254,13 @@ def take_over(conn: Connection, name: str, claim: Claim, token: int) -> bool:
 def advance(conn: Connection, name: str, high: int, token: int, done_to: int) -> None:
     """Inside a batch's transaction: the claim ``(.., high]`` is migrated up to *done_to*: its
     start moves there, or it ends (deleted) once *done_to* reaches *high* (on the batch's commit)."""
+    conn.execute(advance_statement(name, high, token, done_to))
+
+
+def advance_statement(name: str, high: int, token: int, done_to: int) -> sa.Update | sa.Delete:
+    """``advance``'s statement, for a caller that sends it with others (``ledger.record_batch``)."""
     c = claims_table.c
     mine = (c.migration == name, c.high_key == high, c.holder == token)
     if done_to >= high:
-        conn.execute(sa.delete(claims_table).where(*mine))
-    else:
-        conn.execute(sa.update(claims_table).where(*mine).values(low_key=done_to))
+        return sa.delete(claims_table).where(*mine)
+    return sa.update(claims_table).where(*mine).values(low_key=done_to)

@@ -124,12 +124,22 @@ def as_key_text(key: Any) -> str | None:
     return None if key is None else str(key)[:255]
 
 
-def record_batch(connection: Connection, name: str, migrated: int, stuck: int, key: Any = None) -> None:
+def record_batch(connection: Connection, name: str, migrated: int, stuck: int, key: Any = None,
+                 along: sa.Update | sa.Delete | None = None) -> None:
     """Inside the batch's transaction: what the batch did (atomic with the batch itself);
-    *key*, the batch's upper key, unless a claim recorded it already (None)."""
+    *key*, the batch's upper key, unless a claim recorded it already (None).  *along*: another
+    bookkeeping statement of the batch (its claim's advance), sent with this one: on PostgreSQL
+    in the same statement (a data-modifying ``WITH``, one round trip), elsewhere just before."""
     keys = {} if key is None else {"last_key": as_key_text(key)}
-    _update(connection, name, rows_migrated=ledger.c.rows_migrated + migrated,
-            rows_stuck=ledger.c.rows_stuck + stuck, **keys)
+    statement = sa.update(ledger).where(ledger.c.name == name).values(
+        updated_at=utcnow(), rows_migrated=ledger.c.rows_migrated + migrated,
+        rows_stuck=ledger.c.rows_stuck + stuck, **keys)
+    if along is not None:
+        if connection.dialect.name == "postgresql":
+            statement = statement.add_cte(along.returning(sa.literal(1)).cte("along"))
+        else:
+            connection.execute(along)
+    connection.execute(statement)
 
 
 def record_claim(connection: Connection, name: str, key: Any) -> None:

@@ -237,9 +237,8 @@ class _Walk(Survey, Claiming):
         began = time.perf_counter()
         processed, migrated, stuck = self._migrate(conn, batch)
         self.migrating_seconds = time.perf_counter() - began
-        if chunk is not None:
-            claims.advance(conn, name, chunk.high, chunk.holder, batch.upper)
-        ledger.record_batch(conn, name, migrated, stuck, batch.upper if chunk is None else None)
+        advance = None if chunk is None else claims.advance_statement(name, chunk.high, chunk.holder, batch.upper)
+        ledger.record_batch(conn, name, migrated, stuck, batch.upper if chunk is None else None, along=advance)
         if self.stop is not None and self.stop.is_set():
             raise KeyboardInterrupt  # another thread was interrupted: roll this batch back
         return processed, migrated, stuck
