@@ -28,6 +28,8 @@ with the defaults (5,000 rows first, batches sized to 50 ms) >= 0.9x one UPDATE 
 PostgreSQL, >= 0.8x on MariaDB.
 
     python benchmarks/backfill.py --batch-seconds 0.05,0.03 --repeat 3
+    git worktree add /tmp/base main    # then: rounds A B C, C = main's runner
+    python benchmarks/backfill.py --backends postgresql --batch-sizes '' --orm-rows 0 --versus /tmp/base
 """
 
 from __future__ import annotations
@@ -143,8 +145,9 @@ def vacuum(engine: sa.Engine) -> None:
 
 
 def measure(url: sa.URL, method: str, rows: int, batch_size: int, orm_rows: int, done_before: int = 0,
-            batch_seconds: float = 0.0) -> dict:
-    """Run *method* in a child on a fresh table whose first *done_before* rows are already migrated."""
+            batch_seconds: float = 0.0, tree: str | None = None) -> dict:
+    """Run *method* in a child on a fresh table whose first *done_before* rows are already migrated;
+    *tree*: a checkout whose ``migrations_policy`` the child imports (another version's runner)."""
     engine = sa.create_engine(url)
     fill(engine, rows)
     if done_before:
@@ -154,7 +157,8 @@ def measure(url: sa.URL, method: str, rows: int, batch_size: int, orm_rows: int,
     engine.dispose()
     cmd = [sys.executable, __file__, "--child", method, "--url", url.render_as_string(hide_password=False),
            "--batch-size", str(batch_size), "--batch-target", str(batch_seconds), "--orm-rows", str(orm_rows)]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    env = None if tree is None else {**os.environ, "PYTHONPATH": tree}
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
     if out.returncode:
         raise SystemExit(f"{method} failed: {out.stderr.strip()[-500:]}")
     result = json.loads(out.stdout.strip().splitlines()[-1])
@@ -162,18 +166,30 @@ def measure(url: sa.URL, method: str, rows: int, batch_size: int, orm_rows: int,
     return result
 
 
-def interleaved(repeat: int, url: sa.URL, rows: int, method: str, batch_size: int, batch_seconds: float = 0.0
-                ) -> tuple[dict, list[float], list[dict]]:
-    """*repeat* rounds A B: the single UPDATE on a fresh table, then *method* on a fresh table;
-    (*method*'s median round, the per-round ratios of its rows/s to the UPDATE's, the UPDATEs)."""
-    results, ratios, singles = [], [], []
+def interleaved(repeat: int, url: sa.URL, rows: int, method: str, batch_size: int, batch_seconds: float = 0.0,
+                tree: str | None = None) -> tuple[dict, list[float], list[dict]]:
+    """*repeat* rounds A B (A B C with *tree*): the single UPDATE on a fresh table, then *method* on
+    a fresh table (then *method* of the checkout *tree*); (*method*'s median round, the per-round
+    ratios of its rows/s to the UPDATE's, the UPDATEs).  With *tree*, each round's ratio of this
+    runner to *tree*'s is printed, and their median."""
+    results, ratios, singles, versus = [], [], [], []
     for _ in range(repeat):
         single = measure(url, "single", rows, 0, 0)
         result = measure(url, method, rows, batch_size, 0, batch_seconds=batch_seconds)
+        if tree is not None:
+            other = measure(url, method, rows, batch_size, 0, batch_seconds=batch_seconds, tree=tree)
+            versus.append(result["rows_per_s"] / other["rows_per_s"])
+            print(f"  round: UPDATE {single['rows_per_s']:,.0f} rows/s, this runner {result['rows_per_s']:,.0f} "
+                  f"({result['rows_per_s'] / single['rows_per_s']:.2f}x), {tree}'s {other['rows_per_s']:,.0f} "
+                  f"({other['rows_per_s'] / single['rows_per_s']:.2f}x), batches {result.get('batch_sizes')} "
+                  f"vs {other.get('batch_sizes')}", flush=True)
         singles.append(single)
         results.append(result)
         ratios.append(result["rows_per_s"] / single["rows_per_s"])
     middle = sorted(range(repeat), key=lambda i: ratios[i])[(repeat - 1) // 2]
+    if versus:
+        print(f"  this runner x {tree}'s, per round: " + ", ".join(f"{v:.2f}" for v in versus)
+              + f"; median {statistics.median(versus):.2f}x", flush=True)
     return results[middle], ratios, singles
 
 
@@ -181,7 +197,7 @@ ORM_SAMPLES = (0.25, 0.5, 0.75)  # besides the start: how far done the table is 
 
 
 def bench_backend(name: str, url: sa.URL, rows: int, batch_sizes: list[int], batch_seconds: list[float],
-                  orm_rows: int, repeat: int = 1) -> list[dict]:
+                  orm_rows: int, repeat: int = 1, tree: str | None = None) -> list[dict]:
     """Each runner configuration in *repeat* interleaved rounds with the single UPDATE (A B A B):
     its figure is the median of the per-round ratios, since a shared machine's load varies more
     between minutes than between two neighbouring runs."""
@@ -189,7 +205,7 @@ def bench_backend(name: str, url: sa.URL, rows: int, batch_sizes: list[int], bat
         [(f"runner ≤{target * 1000:g}ms", 5000, target) for target in batch_seconds]
     results, singles = [], []
     for label, size, target in configs:
-        result, ratios, paired = interleaved(repeat, url, rows, "runner", size, target)
+        result, ratios, paired = interleaved(repeat, url, rows, "runner", size, target, tree)
         singles.extend(paired)
         results.append({"method": label, **result, "ratios": ratios, "x_update": statistics.median(ratios)})
         print(f"{name} {rows:,} rows {label}: per-round x UPDATE " + ", ".join(f"{r:.2f}" for r in ratios)
@@ -233,6 +249,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3,
                         help="interleaved rounds (single UPDATE, runner) per runner configuration; the median ratio")
     parser.add_argument("--json", metavar="FILE", help="also write every result to FILE")
+    parser.add_argument("--versus", metavar="DIR",
+                        help="a checkout of another version (git worktree): its runner runs third in every round")
     parser.add_argument("--child", choices=METHODS, help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--batch-size", type=int, default=5000, help=argparse.SUPPRESS)
@@ -262,7 +280,7 @@ def main() -> None:
         try:
             for rows in (int(n) for n in args.rows.split(",")):
                 everything[f"{backend}:{rows}"] = bench_backend(backend, url, rows, batch_sizes, batch_seconds,
-                                                                  args.orm_rows, args.repeat)
+                                                                  args.orm_rows, args.repeat, args.versus)
         finally:
             if server is not None:
                 server.stop()

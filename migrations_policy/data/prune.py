@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -110,10 +110,15 @@ class ReferencesChanged(PolicyError):
     exit_code = 2
 
 
+@dataclass(frozen=True, eq=False)
 class PruneMigration(DataMigration):
-    """A prune on the runner: its batch deletes exactly the batch's pending rows."""
+    """A prune on the runner: its batch deletes exactly the batch's pending rows.  *after_batch*:
+    what the runner runs in the batch's transaction after the delete, apart from it (the check that
+    the references are those the run was built on): a fixed cost per batch, which batch sizing
+    must not take for a cost per row (``sizing``)."""
 
     deletes = True
+    after_batch: Callable[[Connection], None] | None = None
 
 
 def as_migration(prune: Prune, connection: Connection) -> tuple[DataMigration, ColumnElement[bool]]:
@@ -138,8 +143,7 @@ def as_migration(prune: Prune, connection: Connection) -> tuple[DataMigration, C
 
     key = prune.table.c[prune.key]
 
-    def delete_batch(conn: Connection, batch: Batch) -> int:
-        deleted = _delete(conn, batch)
+    def check_references(conn: Connection) -> None:
         # Judged under the lock, before the batch commits: the DELETE holds the table's write lock, which
         # a new foreign key to the table must wait for (PostgreSQL: SHARE ROW EXCLUSIVE against our ROW
         # EXCLUSIVE; MariaDB: the metadata lock of the referenced table), so the references read now are
@@ -151,7 +155,6 @@ def as_migration(prune: Prune, connection: Connection) -> tuple[DataMigration, C
             raise ReferencesChanged(f"prune {prune.name!r}: the foreign keys referencing {prune.table.name} "
                                     f"changed while it ran ({', '.join(new) or 'one re-created'}): this batch was "
                                     "rolled back; rerun dbsync prune")
-        return deleted
 
     def _delete(conn: Connection, batch: Batch) -> int:
         if shadow is None:  # one statement decides which rows go
@@ -170,7 +173,7 @@ def as_migration(prune: Prune, connection: Connection) -> tuple[DataMigration, C
         return deleted
 
     migration = PruneMigration(prune.ledger_name, table=prune.table, key=prune.key,
-                              pending=sa.and_(prune.where, free), migrate=delete_batch,
+                              pending=sa.and_(prune.where, free), migrate=_delete, after_batch=check_references,
                               description=prune.description or f"delete prunable rows of {prune.table.name}")
     return migration, sa.and_(prune.where, sa.not_(free))
 

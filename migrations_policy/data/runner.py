@@ -237,6 +237,9 @@ class _Walk(Survey, Claiming):
         began = time.perf_counter()
         processed, migrated, stuck = self._migrate(conn, batch)
         self.migrating_seconds = time.perf_counter() - began
+        after = getattr(self.migration, "after_batch", None)  # a prune's reference check: a fixed cost
+        if after is not None:
+            after(conn)
         advance = None if chunk is None else claims.advance_statement(name, chunk.high, chunk.holder, batch.upper)
         ledger.record_batch(conn, name, migrated, stuck, batch.upper if chunk is None else None, along=advance)
         if self.stop is not None and self.stop.is_set():
