@@ -4,8 +4,9 @@ returns a ``Result``; ``migrations_policy.cli`` only parses arguments and prints
 A project embeds them as its own commands (``from migrations_policy import commands``).
 Names are imported lazily, so ``commands.lint`` needs neither alembic nor SQLAlchemy.
 
-Modules: ``dbsync`` (upgrade, stamp, status, check, rollback, and the entry points of the
-others), ``revision_log`` (history, current), ``data`` (online data migrations, prune), ``authoring`` (init, adopt, revision,
+Modules: ``dbsync`` (upgrade, stamp, rollback, and the entry points of the others),
+``status_check`` (version, status, check), ``alembic_run`` (an alembic command run on our
+connection through the gate, its errors as one line), ``revision_log`` (history, current), ``data`` (online data migrations, prune), ``authoring`` (init, adopt, revision,
 check-models), ``lint``, ``state`` (where a database stands, for status and
 check).  May import every feature folder; only ``cli``, ``rehearsal`` and ``trace`` import it.
 """
@@ -16,8 +17,10 @@ from typing import Any
 
 _NAMES = {
     **dict.fromkeys(
-        ("version", "VersionResult", "status", "StatusResult", "check", "CheckResult", "CHECK_MEANINGS",
-         "upgrade", "UpgradeResult", "stamp", "rollback", "RollbackResult", "online_data_migrations",
+        ("version", "VersionResult", "status", "StatusResult", "check", "CheckResult", "CHECK_MEANINGS"),
+        "status_check"),
+    **dict.fromkeys(
+        ("upgrade", "UpgradeResult", "stamp", "rollback", "RollbackResult", "online_data_migrations",
          "DataMigrationsResult", "prune", "PruneResult", "plan", "init", "adopt", "check_models", "revision"),
         "dbsync"),
     **dict.fromkeys(("history", "HistoryResult", "current", "CurrentResult"), "revision_log"),
