@@ -57,6 +57,27 @@ def get_server(name: str) -> servers.Server:
     return found
 
 
+#: Left out of the developers' quick loop (``tox -e quick``: ``-m "not slow"``), run by CI and by
+#: ``tox``: the directories whose tests drive whole commands against databases (each several seconds:
+#: the gate's offline runs, the runner, lock holders, killed processes), and the modules measured
+#: slowest elsewhere (docs/testing.rst: "The developers' quick loop").  A test file under a listed
+#: directory, or listed itself, gets the ``slow`` marker; nothing else is marked here.
+SLOW_DIRECTORIES = ("prove", "gate", "data", "authoring")
+SLOW_MODULES = (
+    "test_embedding.py",        # installs a project with pip and runs its console scripts
+    "test_roundtrip.py",        # every revision of the example up and down
+    "lint/test_adoption.py",    # init / adopt / lint on generated histories
+)
+_TESTS = os.path.dirname(os.path.abspath(__file__))
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        relative = os.path.relpath(str(item.path), _TESTS).replace(os.sep, "/")
+        if relative.split("/", 1)[0] in SLOW_DIRECTORIES or relative in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_sessionfinish(session, exitstatus):
     for server in _servers.values():
         if isinstance(server, servers.Server):
