@@ -2,7 +2,10 @@
 
 * ``plain(path, options)``: a plain script (``lint.plain``) is analysed in the worker, ``in_worker``, with
   the verdict a child would send; any surprise sends it to a child after all.
-* ``preimport(tasks, options)``: the fork server's warm-up -- the installed packages the scripts import are
+* ``batch(tasks, phase, options)``: in a child the worker forks for a batch of scripts: each plain one is
+  analysed there (``in_worker``), the others are handed back with the modules they import; the worker forks
+  one child for each of those.  So plain scripts are read on every CPU (``--jobs``), not on the worker's alone.
+* ``preimport(names, options)``: the fork server's warm-up -- the installed packages the scripts import are
   imported once, so that every child starts with them.
 """
 
@@ -36,7 +39,7 @@ def plain(path: str, options):
 PREIMPORTED: list[str] = []
 
 
-def _imported_names(path: str) -> list[str]:
+def imported_names(path: str) -> list[str]:
     """The absolute module names a script imports at its top level (read, not run)."""
     import ast
 
@@ -54,8 +57,21 @@ def _imported_names(path: str) -> list[str]:
     return names
 
 
-def preimport(tasks, options) -> None:
-    """The fork server's warm-up: import, once, the installed packages the scripts import (a project's
+def batch(tasks, _phase, options) -> tuple:
+    """In a child forked for a batch of ``(index, path, phase)`` tasks: ``([(index, verdict or names)...],)``
+    -- the verdict of each plain script as ``in_worker`` builds it, else the module names the script imports
+    (``imported_names``: the worker pre-imports them before forking one child for that script)."""
+    answers = []
+    for index, path, phase in tasks:
+        found = plain(path, options)
+        verdict = None if found is None else in_worker(path, phase, options, *found)
+        answers.append((index, verdict if verdict is not None else ("child", imported_names(path))))
+    return (answers,)
+
+
+def preimport(wanted, options) -> None:
+    """The fork server's warm-up: import, once, the installed packages of *wanted* (the module names the scripts
+    import, ``imported_names``: a project's
     dependencies: SQLAlchemy models, its framework), so that each child starts with them instead of importing
     them again.  Only modules that resolve -- with the script's own path, the current directory first -- to an
     installed location (never the project's own modules: a script's cache entry depends on those, and their
@@ -66,7 +82,7 @@ def preimport(tasks, options) -> None:
 
     from migrations_policy.lint.loader import is_local_file, sandbox
 
-    wanted = sorted({name for task in tasks for name in _imported_names(task[1])} - set(sys.modules))
+    wanted = sorted(set(wanted) - set(sys.modules))
     if not wanted:
         return
 

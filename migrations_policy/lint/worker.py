@@ -40,7 +40,7 @@ import sys
 import time
 from collections import deque
 
-from migrations_policy.lint.prefork import in_worker, plain, preimport
+from migrations_policy.lint.prefork import imported_names, in_worker, plain, preimport
 from migrations_policy.lint.reads import dependencies, watch
 
 # Bound before any script runs: a script that replaces them in its child cannot silence the child.
@@ -181,7 +181,8 @@ def _child(write_fd: int, path: str, phase: str, options, worker: int, run=_anal
         opened = watch()  # the files the script reads: its cache entry depends on them (lint.reads)
         try:
             hits, *more = run(path, phase, options)
-            depends = _local_modules(before, path) + dependencies(opened, path) + _PLUGIN_MODULES
+            depends = (_local_modules(before, path) + dependencies(opened, path) + _PLUGIN_MODULES
+                       if isinstance(path, str) else [])  # a batch (prefork.batch): each answer holds its own
             payload = _dumps((hits, None, list(dict.fromkeys(depends)), *more))
         except BaseException as exc:  # noqa: BLE001 - escaped the engine: a bug of the linter
             import traceback
@@ -385,6 +386,30 @@ def start(job: dict):
     return options
 
 
+#: At most this many scripts per batch child (``prefork.batch``); fewer when that leaves a CPU idle.
+BATCH = 64
+
+
+def _batches(tasks: list, workers: int) -> list[list]:
+    """*tasks* in batches: about four per process that may run at once, each of at most ``BATCH`` scripts."""
+    size = max(1, min(BATCH, -(-len(tasks) // (workers * 4))))
+    return [tasks[i:i + size] for i in range(0, len(tasks), size)]
+
+
+def _batch_answers(result: tuple, batch: list) -> list | None:
+    """The ``(index, verdict or ("child", names))`` answers of a batch child, or None when its result is not
+    one answer per task of *batch* (it died, ran out of time, or a script surprised it): each is then forked
+    alone."""
+    hits, internal = result[0], result[1]
+    indexes = [task[0] for task in batch]
+    if internal is not None or not isinstance(hits, list) or len(hits) != len(batch):
+        return None
+    for answer, index in zip(hits, indexes):
+        if not (isinstance(answer, tuple) and len(answer) == 2 and answer[0] == index):
+            return None
+    return hits
+
+
 def serve(job: dict) -> None:
     options = start(job)
     if options is None:
@@ -393,15 +418,50 @@ def serve(job: dict) -> None:
     parent = os.getppid()
     pending: deque = deque()
     plains: deque = deque()
-    for task in job["tasks"]:
-        found = plain(task[1], options)
-        (pending if found is None else plains).append(task if found is None else (*task, *found))
+    names: list[str] = []
+    running: dict[int, _Running] = {}
+    tasks = [tuple(task) for task in job["tasks"]]
+    if len(tasks) > 2 and not (options.plugins.configured or options.plugins.found):
+        # Batches first, from the prepared state: each plain script is analysed in a batch child, the others
+        # come back (with what they import) and get a child each, forked once every batch has answered.
+        from migrations_policy.lint.prefork import batch
+
+        batches = deque(_batches(tasks, workers))
+        forked: dict[int, list] = {}
+        while batches or running:
+            if os.getppid() != parent:
+                for child in running.values():
+                    _kill(child.pid)
+                return
+            while batches and len(running) < workers:
+                chunk = batches.popleft()
+                child = _start(-1, chunk, "", options, run=batch)
+                running[child.pid] = child
+                forked[child.pid] = chunk
+            for child, status in _collect(running):
+                chunk = forked.pop(child.pid)
+                answers = _batch_answers(_verdict(child, status, options.timeout), chunk)
+                if answers is None:
+                    pending.extend(chunk)
+                    names.extend(name for task in chunk for name in imported_names(task[1]))
+                    continue
+                for task, (index, answer) in zip(chunk, answers):
+                    if isinstance(answer, tuple) and answer and answer[0] == "child":
+                        pending.append(task)
+                        names.extend(answer[1])
+                    else:
+                        _send(("start", index))
+                        _send(("done", index, *answer))
+    else:
+        for task in tasks:
+            found = plain(task[1], options)
+            (pending if found is None else plains).append(task if found is None else (*task, *found))
+        names = [name for task in pending for name in imported_names(task[1])]
     if pending:
         import gc
 
-        preimport(pending, options)
+        preimport(sorted(set(names)), options)
         gc.freeze()
-    running: dict[int, _Running] = {}
     while pending or running or plains:
         if os.getppid() != parent:  # the linter is gone: so are we, and our children
             for child in running.values():
