@@ -108,6 +108,21 @@ def _const(node: ast.AST | None) -> Any:
     return node.value if isinstance(node, ast.Constant) else None
 
 
+def _name_of(node: ast.AST | None, env: dict[str, Any] | None) -> Any:
+    """A table name read from *node*: its literal; else, for an attribute of a module-level name that could not
+    be computed (``Model.__tablename__``, ``Model`` not importable), a stand-in named by that expression
+    (``<Model.__tablename__>``): one module-level expression names one table throughout the script, so an index
+    on the table the script creates is on a new table.  A local name (a loop may rebind it) stays unknown."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    root = node
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if isinstance(node, ast.Attribute) and isinstance(root, ast.Name) and root.id not in (env or {}):
+        return f"<{ast.unparse(node)}>"
+    return None
+
+
 def _static_sql(node: ast.AST) -> str | None:
     """SQL text of a literal, an f-string (placeholders for the holes) or ``text("...")``."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -254,7 +269,7 @@ class _Scanner:
                 call = item.context_expr
                 if value is _UNKNOWN and isinstance(call, ast.Call) and getattr(call.func, "attr", "") == "batch_alter_table":
                     if isinstance(item.optional_vars, ast.Name):
-                        self.batch_tables[item.optional_vars.id] = _const(call.args[0]) if call.args else None
+                        self.batch_tables[item.optional_vars.id] = _name_of(call.args[0], env) if call.args else None
         try:
             self.block(node.body, env, depth)
         finally:
@@ -354,7 +369,7 @@ class _Scanner:
             index = -1
         else:
             table_arg = args[index] if len(args) > index else _keyword(kws, _TABLE_KEYWORDS)
-            table = _const(table_arg) if not isinstance(table_arg, ast.Name) else (env or {}).get(table_arg.id)
+            table = _name_of(table_arg, env) if not isinstance(table_arg, ast.Name) else (env or {}).get(table_arg.id)
         column = None
         if kind in (m.ADD_COLUMN, m.DROP_COLUMN, m.ALTER_TYPE):
             column_arg = args[index + 1] if len(args) > index + 1 else _keyword(kws, _COLUMN_KEYWORDS)
