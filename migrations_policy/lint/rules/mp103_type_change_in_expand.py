@@ -43,7 +43,8 @@ class TypeChangeInExpand(Rule):
         if op.kind in m.TYPE_CHANGES and not op.new_table:
             return f"{op.describe()} in an expand script"
         if op.kind == m.WIDEN_VARCHAR and not op.new_table and verdict.effect.rewrite:
-            return (f"{op.describe()} to varchar({op.length_to}) in an expand script copies the table on "
+            return (f"{op.describe()} to {f'varchar({op.length_to})' if op.length_to else 'text'} in an expand script "
+                    "copies the table on "
                     f"{verdict.dialect}")
         return None
 
