@@ -48,7 +48,7 @@ _TABLE_KEYWORDS = ("table_name", "source_table", "source", "table")
 _COLUMN_KEYWORDS = ("column_name", "column")
 #: Calls that change rows: ``session.query(X).update(...)``, ``table.delete()``, ``session.add(obj)``...
 _DML_METHODS = {"update": m.UPDATE, "delete": m.DELETE, "insert": m.INSERT, "add": m.INSERT, "add_all": m.INSERT,
-                "merge": m.INSERT, "bulk_insert_mappings": m.INSERT, "bulk_save_objects": m.INSERT,
+                "merge": m.UPDATE, "bulk_insert_mappings": m.INSERT, "bulk_save_objects": m.INSERT,
                 "bulk_update_mappings": m.UPDATE}
 _ORM_RECEIVERS = ("session", "query")
 
@@ -152,14 +152,20 @@ class _Scanner:
         self.functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         self.unevaluated: list[int] = []
         self.batch_tables: dict[str, str] = {}
+        #: Local names bound to what an ORM query gave (``rows = session.query(M).all()``) and loop variables over
+        #: such rows: assigning one of their attributes is an UPDATE when the session flushes.
+        self.orm_rows: set[str] = set()
         #: name -> (module, attribute) of the script's top-level ``from MODULE import NAME`` (level 0).
         self.imported = {alias.asname or alias.name: (node.module, alias.name) for node in tree.body
                          if isinstance(node, ast.ImportFrom) and node.module and not node.level
                          for alias in node.names}
 
     def eval(self, node: ast.AST, env: dict[str, Any]) -> Any:
-        if any(isinstance(n, ast.Name) and env.get(n.id) is _UNKNOWN for n in ast.walk(node)):
-            return _UNKNOWN  # never computed with a placeholder: it would reach op calls and messages
+        if any(isinstance(n, ast.Name) and (env.get(n.id) is _UNKNOWN or n.id not in env
+                                            and is_missing(self.globals.get(n.id))) for n in ast.walk(node)):
+            # never computed with a placeholder: it would reach op calls and messages, and a placeholder's truth
+            # value (``not has_table("t")``, has_table not importable) would decide a guard it cannot decide
+            return _UNKNOWN
         try:
             code = compile(ast.fix_missing_locations(ast.Expression(body=node)), self.filename, "eval")
             value = eval(code, {**self.globals, **env})  # noqa: S307 - the script's own expressions
@@ -210,8 +216,10 @@ class _Scanner:
             value = self.call(node.value, env, depth) if isinstance(node.value, ast.Call) else self.eval(node.value, env)
             if isinstance(node, ast.AugAssign):
                 value = _UNKNOWN
-            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
                 self.bind(target, value, env)
+            self.orm_assignment(node, targets, value)
         elif isinstance(node, (ast.With, ast.AsyncWith)):
             self.with_(node, env, depth)
         elif isinstance(node, ast.If):
@@ -247,7 +255,14 @@ class _Scanner:
             items = _UNKNOWN
         if items is _UNKNOWN or not items:
             self.bind(node.target, _UNKNOWN, env)
-            self.maybe(node.body, env, depth)
+            rows = items is _UNKNOWN and isinstance(node.target, ast.Name) and self.from_orm(node.iter)
+            if rows:
+                self.orm_rows.add(node.target.id)
+            try:
+                self.maybe(node.body, env, depth)
+            finally:
+                if rows:
+                    self.orm_rows.discard(node.target.id)
             return
         for item in items:
             self.bind(node.target, item, env)
@@ -295,6 +310,30 @@ class _Scanner:
             if not self.from_literals(node, func, env):
                 self.dml(node, func)
         return value
+
+    def from_orm(self, node: ast.AST) -> bool:
+        """Whether *node* (not computable) gives what an ORM query loads: it goes through a session or
+        ``.query(...)``, or names what such an expression gave."""
+        return _mentions_orm(node) or any(isinstance(sub, ast.Name) and sub.id in self.orm_rows
+                                          for sub in ast.walk(node))
+
+    def orm_assignment(self, node: ast.stmt, targets: list[ast.AST], value: Any) -> None:
+        """``rows = session.query(M).all()`` notes *rows*; ``row.attr = ...`` of such a row is an UPDATE (the
+        session writes it at flush), recorded at that line."""
+        for target in targets:
+            if isinstance(target, ast.Name):
+                if value is _UNKNOWN and node.value is not None and self.from_orm(node.value):
+                    self.orm_rows.add(target.id)
+                else:
+                    self.orm_rows.discard(target.id)
+                continue
+            root = target
+            while isinstance(root, (ast.Attribute, ast.Subscript)):
+                root = root.value
+            if isinstance(target, ast.Attribute) and isinstance(root, ast.Name) and root.id in self.orm_rows:
+                self.rec.add([m.Operation(kind=m.UPDATE, source="source")], line=node.lineno)
+                self.unevaluated.append(node.lineno)
+                return
 
     def dml(self, node: ast.Call, func: ast.Attribute) -> None:
         """DML that could not be computed: ORM sessions, ``table.update()`` / ``.delete()`` / ``.insert()``."""
