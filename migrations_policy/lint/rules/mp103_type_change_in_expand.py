@@ -9,7 +9,8 @@ column, and PostgreSQL widens in the catalog only (no rewrite, indexes kept); Ma
 do it INPLACE unless the column's values may be 128-255 bytes long and the new maximum
 passes 255 bytes (the stored length then needs a second byte: ``ALGORITHM=COPY``; with
 no character set named on the type, latin1, utf8mb3 and utf8mb4 must all stay inside).
-Raw SQL states no old length: always flagged.
+``VARCHAR`` -> ``TEXT`` (``type_=sa.Text()``) likewise: binary-coercible on PostgreSQL
+(catalog only), a copy on MariaDB/MySQL.  Raw SQL states no old length: always flagged.
 
 ## Why is this bad
 - **PostgreSQL**: ``ACCESS EXCLUSIVE``; most changes (shrinking, ``int`` -> ``bigint``)
