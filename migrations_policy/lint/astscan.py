@@ -27,6 +27,7 @@ from migrations_policy.policy.sql import from_sql
 from migrations_policy.lint.loader import is_local_file
 from migrations_policy.lint.missing import is_missing
 from migrations_policy.lint.recorder import Recording, recording
+from migrations_policy.lint.unimported import module_aliases, unimported_helper
 
 MAX_DEPTH = 8
 MAX_LOOP = 1000
@@ -159,6 +160,8 @@ class _Scanner:
         self.imported = {alias.asname or alias.name: (node.module, alias.name) for node in tree.body
                          if isinstance(node, ast.ImportFrom) and node.module and not node.level
                          for alias in node.names}
+        #: name -> module of the script's top-level ``import a.b as name`` / ``name = import_module("a.b")``.
+        self.modules = module_aliases(tree)
 
     def eval(self, node: ast.AST, env: dict[str, Any]) -> Any:
         if any(isinstance(n, ast.Name) and (env.get(n.id) is _UNKNOWN or n.id not in env
@@ -301,7 +304,10 @@ class _Scanner:
             return _UNKNOWN
         imported = self.imported_helper(func, env, node.lineno) if depth < MAX_DEPTH else None
         if imported is None and depth < MAX_DEPTH and isinstance(func, ast.Name) and func.id in self.imported:
-            imported = _unimported_helper(*self.imported[func.id], node.lineno)
+            imported = unimported_helper(*self.imported[func.id], node.lineno)
+        if imported is None and depth < MAX_DEPTH and isinstance(func, ast.Attribute) \
+                and isinstance(func.value, ast.Name) and func.value.id in self.modules and func.value.id not in env:
+            imported = unimported_helper(self.modules[func.value.id], func.attr, node.lineno)  # module.downgrade()
         if imported is not None:  # a helper of the project's own modules: followed like the script's own
             self.helper(imported[0], node, env, depth, namespace=imported[1])
             return _UNKNOWN
@@ -433,50 +439,6 @@ class _Scanner:
                                       and _const(kws["existing_nullable"]) is _const(kws["nullable"])):
             kinds.append(m.SET_NOT_NULL if _const(kws["nullable"]) is False else m.DROP_NOT_NULL)
         return [op.with_(kind=k) for k in kinds] or [op.with_(kind=m.OTHER)]
-
-
-def _unimported_helper(module: str, name: str, line: int):
-    """``(FunctionDef, namespace)`` of function *name* of the project's module *module* when that module could not
-    be imported (a package whose ``__init__`` needs what is not installed): its file is found on ``sys.path``
-    (the current directory first) without importing its packages, loaded statement by statement
-    (``missing.load_partially``) and its function read like the script's own, every line at *line*; None when
-    there is no such local file or function."""
-    import os
-    import sys
-    import types
-
-    from migrations_policy.lint.loader import one_line
-    from migrations_policy.lint.missing import Notes, load_partially
-
-    parts = module.split(".")
-    for entry in sys.path:
-        base = os.path.join(entry or ".", *parts)
-        for candidate in (base + ".py", os.path.join(base, "__init__.py")):
-            if not is_local_file(candidate):
-                continue
-            try:
-                with open(candidate, encoding="utf-8") as fh:
-                    tree = ast.parse(fh.read(), candidate)
-            except (OSError, SyntaxError, ValueError, UnicodeDecodeError, RecursionError, MemoryError):
-                return None
-            fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
-            if fn is None:
-                return None
-            namespace = types.ModuleType(module)
-            namespace.__file__ = candidate
-            namespace.__package__ = module if candidate.endswith("__init__.py") else module.rpartition(".")[0]
-            try:
-                load_partially(tree, namespace, candidate, Notes(), one_line)
-            except MemoryError:
-                raise
-            except BaseException:  # noqa: BLE001 - SystemExit and the like of the helper's module: not followed
-                return None
-            for sub in ast.walk(fn):
-                if hasattr(sub, "lineno"):
-                    sub.lineno = sub.end_lineno = line
-                    sub.col_offset = sub.end_col_offset = 0  # one position: a valid range for compile()
-            return fn, vars(namespace)
-    return None
 
 
 def _parameters(fn: ast.FunctionDef) -> dict[str, Any]:
