@@ -57,6 +57,30 @@ def imported_names(path: str) -> list[str]:
     return names
 
 
+#: At most this many scripts per batch child (``prefork.batch``); fewer when that leaves a CPU idle.
+BATCH = 128
+
+
+def batches(tasks: list, workers: int) -> list[list]:
+    """*tasks* in batches: about two per process that may run at once, each of at most ``BATCH`` scripts."""
+    size = max(1, min(BATCH, -(-len(tasks) // (workers * 2))))
+    return [tasks[i:i + size] for i in range(0, len(tasks), size)]
+
+
+def batch_answers(result: tuple, batch: list) -> list | None:
+    """The ``(index, verdict or ("child", names))`` answers of a batch child, or None when its result is not
+    one answer per task of *batch* (it died, ran out of time, or a script surprised it): each is then forked
+    alone."""
+    hits, internal = result[0], result[1]
+    indexes = [task[0] for task in batch]
+    if internal is not None or not isinstance(hits, list) or len(hits) != len(batch):
+        return None
+    for answer, index in zip(hits, indexes):
+        if not (isinstance(answer, tuple) and len(answer) == 2 and answer[0] == index):
+            return None
+    return hits
+
+
 def batch(tasks, _phase, options) -> tuple:
     """In a child forked for a batch of ``(index, path, phase)`` tasks: ``([(index, verdict or names)...],)``
     -- the verdict of each plain script as ``in_worker`` builds it, else the module names the script imports

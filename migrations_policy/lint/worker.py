@@ -40,7 +40,7 @@ import sys
 import time
 from collections import deque
 
-from migrations_policy.lint.prefork import imported_names, in_worker, plain, preimport
+from migrations_policy.lint.prefork import batch, batch_answers, batches, imported_names, in_worker, plain, preimport
 from migrations_policy.lint.reads import dependencies, watch
 
 # Bound before any script runs: a script that replaces them in its child cannot silence the child.
@@ -85,6 +85,12 @@ def _prepare(options, sample: bool = True) -> None:
 
     gc.disable()
     try:
+        import resource  # noqa: F401 - what every child uses (_limit_memory, _die_with_worker): once, here
+
+        try:
+            _libc()
+        except (OSError, AttributeError):
+            pass
         import alembic.context  # noqa: F401
         import alembic.op  # noqa: F401
         import sqlalchemy.orm  # noqa: F401 - see the docstring
@@ -225,12 +231,22 @@ def _limit_memory(mebibytes: int) -> None:
         pass
 
 
+_LIBC: list = []
+
+
+def _libc():
+    """The C library's handle, opened once (in the worker before the first fork: every child inherits it)."""
+    if not _LIBC:
+        import ctypes
+
+        _LIBC.append(ctypes.CDLL(None, use_errno=True))
+    return _LIBC[0]
+
+
 def _die_with_worker(worker: int) -> None:
     """Linux: this child gets SIGKILL when the *worker* dies (a worker killed mid-run leaves no script running)."""
     try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        _libc().prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
     if os.getppid() != worker:
@@ -386,30 +402,6 @@ def start(job: dict):
     return options
 
 
-#: At most this many scripts per batch child (``prefork.batch``); fewer when that leaves a CPU idle.
-BATCH = 64
-
-
-def _batches(tasks: list, workers: int) -> list[list]:
-    """*tasks* in batches: about four per process that may run at once, each of at most ``BATCH`` scripts."""
-    size = max(1, min(BATCH, -(-len(tasks) // (workers * 4))))
-    return [tasks[i:i + size] for i in range(0, len(tasks), size)]
-
-
-def _batch_answers(result: tuple, batch: list) -> list | None:
-    """The ``(index, verdict or ("child", names))`` answers of a batch child, or None when its result is not
-    one answer per task of *batch* (it died, ran out of time, or a script surprised it): each is then forked
-    alone."""
-    hits, internal = result[0], result[1]
-    indexes = [task[0] for task in batch]
-    if internal is not None or not isinstance(hits, list) or len(hits) != len(batch):
-        return None
-    for answer, index in zip(hits, indexes):
-        if not (isinstance(answer, tuple) and len(answer) == 2 and answer[0] == index):
-            return None
-    return hits
-
-
 def serve(job: dict) -> None:
     options = start(job)
     if options is None:
@@ -424,23 +416,21 @@ def serve(job: dict) -> None:
     if len(tasks) > 2 and not (options.plugins.configured or options.plugins.found):
         # Batches first, from the prepared state: each plain script is analysed in a batch child, the others
         # come back (with what they import) and get a child each, forked once every batch has answered.
-        from migrations_policy.lint.prefork import batch
-
-        batches = deque(_batches(tasks, workers))
+        queue = deque(batches(tasks, workers))
         forked: dict[int, list] = {}
-        while batches or running:
+        while queue or running:
             if os.getppid() != parent:
                 for child in running.values():
                     _kill(child.pid)
                 return
-            while batches and len(running) < workers:
-                chunk = batches.popleft()
+            while queue and len(running) < workers:
+                chunk = queue.popleft()
                 child = _start(-1, chunk, "", options, run=batch)
                 running[child.pid] = child
                 forked[child.pid] = chunk
             for child, status in _collect(running):
                 chunk = forked.pop(child.pid)
-                answers = _batch_answers(_verdict(child, status, options.timeout), chunk)
+                answers = batch_answers(_verdict(child, status, options.timeout), chunk)
                 if answers is None:
                     pending.extend(chunk)
                     names.extend(name for task in chunk for name in imported_names(task[1]))
