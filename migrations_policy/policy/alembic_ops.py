@@ -114,13 +114,17 @@ def _varchar_widening(old: Any, new: Any) -> dict[str, int] | None:
     def text(t: Any) -> bool:
         return isinstance(t, types.Text) and not isinstance(t, types.Enum) and t.length is None
 
-    if not (plain(old) and (text(new) or plain(new) and new.length > old.length)):
+    def unbounded(t: Any) -> bool:  # VARCHAR without a length (PostgreSQL): also binary-coercible to text
+        return (isinstance(t, types.String) and not isinstance(t, (types.CHAR, types.Text, types.Enum))
+                and t.length is None)
+
+    if not (plain(old) and (text(new) or plain(new) and new.length > old.length) or unbounded(old) and text(new)):
         return None
     charsets = {getattr(t, "charset", None) for t in (old, new)}
     if old.collation != new.collation or len(charsets) != 1:
         return None
     charset = charsets.pop() or (old.collation or "").split("_")[0]
-    return {"length_from": old.length, "length_to": 0 if text(new) else new.length,
+    return {"length_from": old.length or 0, "length_to": 0 if text(new) else new.length,
             "bytes_per_char": _CHARSET_BYTES.get(charset, 0)}
 
 

@@ -72,7 +72,8 @@ def effect(op: m.Operation, ctx: m.Context) -> tuple[Effect, str]:
         return Effect(lock="LOCK=SHARED", blocks_writes=True, scan=True,
                       note="a FULLTEXT index can only be built with LOCK=SHARED (writes blocked for the build)"), _OSC
     if kind == m.WIDEN_VARCHAR and not op.length_to:
-        return _copy(f"varchar({op.length_from}) to text is another storage type: ALGORITHM=COPY (writes blocked)"), ""
+        old = f"varchar({op.length_from})" if op.length_from else "varchar"
+        return _copy(f"{old} to text is another storage type: ALGORITHM=COPY (writes blocked)"), ""
     if kind == m.WIDEN_VARCHAR:
         if widening_in_place(op):
             return Effect(lock="ALGORITHM=INPLACE", note="widening within the VARCHAR length-byte boundary is "

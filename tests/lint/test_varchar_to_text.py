@@ -27,16 +27,18 @@ def test_varchar_to_text_is_catalog_only_on_postgresql(lint_body):
     rng = random.Random(SEED)
     for _ in range(4):
         n = rng.choice([1, 50, 200, 255, 256, 5000, 10485760])
-        old = rng.choice(VARCHARS).format(n=n)
+        old = rng.choice(VARCHARS + ["sa.String()", "sa.String"]).format(n=n)  # also varchar without a length
         new = rng.choice(TEXTS)
         body = _alter(rng, old, new)
         pg = lint_body(body, "postgresql")
         assert "MP103" not in pg.codes, (SEED, body, pg.json)
         my = lint_body(body, "mysql")
         assert "MP103" in my.codes, (SEED, body, my.json)
-        back = _alter(rng, new if not new.endswith("Text") else new + "()", old)
+        back = _alter(rng, new if not new.endswith("Text") else new + "()", rng.choice(VARCHARS).format(n=n))
         assert "MP103" in lint_body(back, "postgresql").codes, (SEED, back)
         other = _alter(rng, old, rng.choice(["sa.Integer()", "sa.CHAR(10)", "sa.LargeBinary()"]))
+        unbounded = _alter(rng, rng.choice(["sa.String()", "sa.String", "sa.VARCHAR()"]), new)
+        assert "MP103" not in lint_body(unbounded, "postgresql").codes, (SEED, unbounded)
         assert "MP103" in lint_body(other, "postgresql").codes, (SEED, other)
 
 
