@@ -7,7 +7,7 @@ Names are imported lazily, so ``commands.lint`` needs neither alembic nor SQLAlc
 Modules: ``dbsync`` (upgrade, stamp, rollback, and the entry points of the others),
 ``status_check`` (version, status, check), ``alembic_run`` (an alembic command run on our
 connection through the gate, its errors as one line), ``revision_log`` (history, current), ``data`` (online data migrations, prune), ``authoring`` (init, adopt, revision,
-check-models), ``lint``, ``state`` (where a database stands, for status and
+check-models), ``lint_command`` (lint; not named ``lint``: a submodule binds its name on the package, over the function), ``state`` (where a database stands, for status and
 check).  May import every feature folder; only ``cli``, ``rehearsal`` and ``trace`` import it.
 """
 
@@ -24,8 +24,8 @@ _NAMES = {
          "DataMigrationsResult", "prune", "PruneResult", "plan", "init", "adopt", "check_models", "revision"),
         ".dbsync"),
     **dict.fromkeys(("history", "HistoryResult", "current", "CurrentResult"), ".revision_log"),
-    "lint": ".lint",
-    "LintResult": ".lint",
+    "lint": ".lint_command",
+    "LintResult": ".lint_command",
     "Result": "..core.result",
     "EXPAND": "..core.revisions",
     "CONTRACT": "..core.revisions",

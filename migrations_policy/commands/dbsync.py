@@ -305,4 +305,4 @@ def revision(project: Project, message: str, rev_id: str | None = None) -> Resul
     return run(project, message, rev_id=rev_id)
 
 
-# -- lint: migrations_policy.commands.lint (no alembic import on the lint path) ----------------
+# -- lint: migrations_policy.commands.lint_command (no alembic import on the lint path) ----------------
