@@ -103,7 +103,10 @@ CASES = {
         ("CREATE INDEX CONCURRENTLY", lambda op: op.create_index("ix_books_body", "books", ["body"],
                                                                  postgresql_concurrently=True)),
     ],
-    "mysql": _COMMON,
+    "mysql": _COMMON + [
+        ("add column, volatile default", lambda op: op.add_column(
+            "books", sa.Column("token", sa.String(36), server_default=sa.text("(uuid())")))),
+    ],
     "sqlite": [("batch recreate", _recreate),
                ("add column, constant default", _COMMON[0][1]),
                ("CREATE INDEX", _COMMON[3][1])],

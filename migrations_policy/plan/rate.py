@@ -9,8 +9,9 @@ cache or on disk, this server's load now.  A statement's duration is then
     estimated rows / measured rate x the work factor of what it does (``WORK_FACTORS``)
 
 An estimate: the sample is the start of the table (often cached while the rest is
-not), a rewrite also writes WAL / redo and rebuilds indexes (the factors, calibrated
-with benchmarks/plan.py on this project's CI machine), and concurrent load changes.
+not), a rewrite also writes WAL / redo and rebuilds indexes (the factor of each work,
+``work_of``, calibrated with benchmarks/plan.py against the real statements), and
+concurrent load changes.
 """
 
 from __future__ import annotations
