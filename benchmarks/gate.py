@@ -176,7 +176,7 @@ def inventory(server, rows: int):
                       url=url.render_as_string(hide_password=False))
     engine = sa.create_engine(url)
     try:
-        from migrations_policy.commands.dbsync import run_alembic_on
+        from migrations_policy.commands.alembic_run import run_alembic_on
 
         with project.connect() as conn:
             run_alembic_on(project, conn, alembic_command.upgrade, "r1_inventory")

@@ -14,28 +14,23 @@ commands (``migrations_policy.commands``) and the two console scripts
 (``migrations-policy`` and ``dbsync``).
 """
 
+from migrations_policy.core.lazy import lazy_getattr
+
 __version__ = "0.1.0"
 
 # Lazy: alembic imports this package on every ``import alembic`` (our plugins), so nothing
 # is imported until a name is used.
 _PUBLIC = {
-    "VersionedMixin": "authoring.versioned",
-    "object_table": "authoring.versioned",
-    "configure_object_versions": "authoring.versioned",
-    "DataMigration": "data.declare",
-    "data_migration": "data.declare",
-    "ReleaseMapping": "data.versions",
-    "assert_schema_compatible": "compat",
-    "SchemaIncompatible": "compat",
+    "VersionedMixin": ".authoring.versioned",
+    "object_table": ".authoring.versioned",
+    "configure_object_versions": ".authoring.versioned",
+    "DataMigration": ".data.declare",
+    "data_migration": ".data.declare",
+    "ReleaseMapping": ".data.versions",
+    "assert_schema_compatible": ".compat",
+    "SchemaIncompatible": ".compat",
 }
 
 __all__ = sorted(_PUBLIC)
 
-
-def __getattr__(name):
-    module = _PUBLIC.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module
-
-    return getattr(import_module(f".{module}", __name__), name)
+__getattr__ = lazy_getattr(__name__, _PUBLIC)

@@ -117,8 +117,10 @@ def test_import_alembic_loads_only_the_light_plugin_modules(tmp_path):
     assert proc.returncode == 0, proc.stderr
     registered, modules = proc.stdout.strip().splitlines()
     assert registered == "True True"  # the lint hook, and the gate's failsafe (failsafe.py)
-    # the three plugin modules and their folders' __init__ (docstrings and lazy names, nothing else)
+    # the three plugin modules and their folders' __init__ (docstrings and lazy names, nothing else),
+    # and core.lazy, the one __getattr__ those lazy names share (it imports only importlib and typing)
     assert modules == str(["migrations_policy", "migrations_policy.authoring", "migrations_policy.authoring.plugin",
+                           "migrations_policy.core", "migrations_policy.core.lazy",
                            "migrations_policy.gate", "migrations_policy.gate.failsafe", "migrations_policy.lint",
                            "migrations_policy.lint.alembic_plugin"])
 

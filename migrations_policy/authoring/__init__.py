@@ -15,22 +15,17 @@ lives under it), so it imports nothing eagerly: names resolve on first use.
 
 from __future__ import annotations
 
+from migrations_policy.core.lazy import lazy_getattr
+
 _LAZY = {
-    "VersionedMixin": "versioned",
-    "object_table": "versioned",
-    "is_object_table": "versioned",
-    "configure_object_versions": "versioned",
-    "process_revision_directives": "split",
+    "VersionedMixin": ".versioned",
+    "object_table": ".versioned",
+    "is_object_table": ".versioned",
+    "configure_object_versions": ".versioned",
+    "process_revision_directives": ".split",
 }
 
 
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module
-
-    return getattr(import_module(f"{__name__}.{module}"), name)
-
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 __all__ = sorted(_LAZY)

@@ -25,7 +25,7 @@ class _LazyModule:
 
 
 commands = _LazyModule("migrations_policy.commands")
-lint_command = _LazyModule("migrations_policy.commands.lint")
+lint_command = _LazyModule("migrations_policy.commands.lint_command")
 rehearsal_command = _LazyModule("migrations_policy.rehearsal.command")
 trace_command = _LazyModule("migrations_policy.trace")
 

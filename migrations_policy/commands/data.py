@@ -100,7 +100,7 @@ def pending_now(project: Project, registry: Registry) -> Any:
 def undeclared_requirements(project: Project, registry: Registry, connection: Any) -> list[str]:
     """``name (required by rev, ...)`` for each data migration a pending contract revision
     requires (``requires_data_migrations``) that the project does not declare."""
-    from migrations_policy.gate.verdict import requirements_of
+    from migrations_policy.gate.requirements import requirements_of
     from migrations_policy.policy.model import CONTRACT
     from migrations_policy.core.revisions import branch_statuses, current_heads
 

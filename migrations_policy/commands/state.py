@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from migrations_policy.gate import verdict as gate
+from migrations_policy.gate.sync_trigger_checks import sync_triggers_left_behind
 from migrations_policy.expand import journal
 from migrations_policy.core.project import Project
 from migrations_policy.gate import data_drops
@@ -24,7 +25,7 @@ from migrations_policy.core.revisions import CONTRACT, EXPAND, BranchStatus, bra
 CHECK_NOTHING_TO_DO, CHECK_EXPAND_PENDING, CHECK_DATA_PENDING, CHECK_CONTRACT_ALLOWED = 0, 3, 4, 5
 #: A pending revision cannot be applied as it stands (its phase is ambiguous, or its requirements
 #: cannot be known before it runs): the project must fix the script.  Also: a sync trigger is
-#: left behind after its contract (``gate.sync_triggers_left_behind``).
+#: left behind after its contract (``gate.sync_trigger_checks.sync_triggers_left_behind``).
 CHECK_CANNOT_APPLY = 2
 
 
@@ -143,7 +144,7 @@ def assess(project: Project, connection: Connection, exact: bool = False, decisi
         connection.rollback()  # reads only: the probes' metadata locks would keep a proof's triggers out
     state.verdict = gate.evaluate(connection, script, pending, heads, registry, known=state.data_migrations,
                                   defer_preconditions=not exact, remember=not exact)
-    state.sync_triggers_left = gate.sync_triggers_left_behind(connection, pending)
+    state.sync_triggers_left = sync_triggers_left_behind(connection, pending)
     state.drops_data = data_drops.decided_lines(pending)
     state.object_versions = object_versions_before_expand(project, connection, expand_pending)
     if connection.in_transaction():

@@ -50,7 +50,7 @@ def judge_before(context: Any, migration_context: Any, reverting: list, registry
     """Refuse (or record the force of) a downgrade across a completed contract, and one whose
     ``downgrade()`` would destroy rows at risk, before any step runs."""
     from migrations_policy.core.offline_run import dropping_operations
-    from migrations_policy.gate.verdict import record_override
+    from migrations_policy.gate.overrides import record_override
     from migrations_policy.policy.alembic_ops import from_alembic
 
     connection = migration_context.connection
@@ -99,7 +99,7 @@ def judge_each_statement(connection: Any, reverting: list, registry: Any, reason
 def _record_loss(connection: Any, command: str, reason: str, revision: str, losses: list[at_risk.AtRisk]) -> None:
     from migrations_policy.core.framework_tables import gate_overrides_table
     from migrations_policy.data import ledger
-    from migrations_policy.gate.verdict import forced_by
+    from migrations_policy.gate.overrides import forced_by
 
     if not sa.inspect(connection).has_table(gate_overrides_table.name):
         gate_overrides_table.create(connection)

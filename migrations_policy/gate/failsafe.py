@@ -78,7 +78,8 @@ def _env_py(migration_context: Any) -> str:
 
 
 def _refuse_if_policy_project(migration_context: Any, heads: Any, steps: list) -> None:
-    from migrations_policy.gate.verdict import NotWired, requirements_of
+    from migrations_policy.gate.requirements import requirements_of
+    from migrations_policy.gate.verdict import NotWired
     from migrations_policy.gate.runtime import REQUIRE_GUARD_ATTRIBUTE, revisions_entering
 
     script = migration_context.script

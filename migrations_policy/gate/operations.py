@@ -3,7 +3,7 @@
 Importing this module registers the operation with alembic (the env.py hook and
 the alembic plugin import it).  It is the in-script form of the module
 attribute ``requires_data_migrations``; the contract gate reads both before any
-revision runs (``gate.requirements_of`` evaluates the call's arguments in the
+revision runs (``gate.requirements.requirements_of`` evaluates the call's arguments in the
 module's namespace).  When the operation itself runs:
 
 * offline (``--sql``): it writes the requirement as an SQL comment;

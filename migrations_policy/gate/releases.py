@@ -58,7 +58,8 @@ def _split(text: str | None) -> list[str]:
 
 def start(migration_context: Any, heads: Any, steps: list, run: str) -> None:
     """Record the run *run* about to apply *steps* (nothing when it applies no revision)."""
-    from migrations_policy.gate.verdict import forced_by, schema_is_empty
+    from migrations_policy.gate.overrides import forced_by
+    from migrations_policy.gate.verdict import schema_is_empty
 
     if not any(isinstance(step, RevisionStep) and step.is_upgrade for step in steps):
         return

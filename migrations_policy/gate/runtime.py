@@ -36,6 +36,8 @@ from alembic.runtime.migration import RevisionStep, StampStep
 from alembic.util import CommandError
 
 from migrations_policy.gate import downgrades, drop_guard, releases, verdict as gate
+from migrations_policy.gate.overrides import record_force
+from migrations_policy.gate.requirements import requirements_of, requirements_when_run
 from migrations_policy.expand import journal, lock_timeout, sql_mode, sqlite_transactions
 from migrations_policy.window import sync_keeper
 from migrations_policy.core.config import Settings, load_settings
@@ -115,12 +117,12 @@ def _annotate_offline(context: Any, migration_context: Any, revisions: list) -> 
     registry = None
     required: dict[str, list[str]] = {}
     for rev in revisions:
-        requirements = gate.requirements_of(rev)
+        requirements = requirements_of(rev)
         if requirements.unresolved:
             raise gate.GateRefused(gate.GateVerdict(defects=list(requirements.unresolved)), "")
         # As the online gate sees them: calls however written (an aliased op, getattr), and the
         # migrations reading what the revision drops, declared or not.
-        names = [*requirements.names, *gate.requirements_when_run(rev, dialect)[0]]
+        names = [*requirements.names, *requirements_when_run(rev, dialect)[0]]
         gone = gate.drops_of(rev, dialect)
         if gone:
             registry = registry or load_registry(context.config, project_settings(context.config))
@@ -305,7 +307,7 @@ def _judge(context: Any, migration_context: Any, heads: Any, entering: list, sta
             if connection.in_transaction():
                 connection.rollback()
             raise gate.GateRefused(verdict, how_to_finish(context.config))
-        gate.record_force(connection, verdict, reason, command="stamp" if stamped else "upgrade")
+        record_force(connection, verdict, reason, command="stamp" if stamped else "upgrade")
     context.config.attributes[JUDGED_ATTRIBUTE] = frozenset(verdict.required) | frozenset(verdict.readers)
 
 

@@ -39,15 +39,15 @@ expands through, never a phase
 conflict, unknown requirements or rows violating a constraint (its DDL would
 fail half-way anyway), and every override is kept in
 ``migrations_policy_gate_overrides``.
+
+This module holds the verdict (what was found, how it reads, the errors dbsync exits with)
+and the check itself.  It asks its neighbours: ``requirements`` (what a revision declares it
+needs, read before it runs), ``sync_trigger_checks`` (what it does to live sync triggers) and,
+through its callers, ``overrides`` (the record of every ``--force``).
 """
 
 from __future__ import annotations
 
-import ast
-import getpass
-import os
-import socket
-import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
@@ -59,10 +59,12 @@ from sqlalchemy.engine import Connection
 from migrations_policy.gate import data_drops
 from migrations_policy.gate.drop_guard import Destroyed, destroyed, readers, unfinished_readers
 from migrations_policy.gate.drop_guard import describe as describe_destroyed
-from migrations_policy.core.framework_tables import gate_overrides_table, is_framework_table
-from migrations_policy.core.offline_run import first_line
-from migrations_policy.policy.phases import revision_phase_disagreement
-from migrations_policy.core.revisions import CONTRACT, EXPAND, applied_revisions, parents, phase_of
+from migrations_policy.gate.requirements import (Requirements, is_gated, phase_defect, requirements_of,
+                                                 requirements_when_run)
+from migrations_policy.gate.sync_trigger_checks import (dropped_under_sync_triggers, explicit_sync_drops,
+                                                        live_sync_triggers, rebuild_refusals, sync_drop_refusals)
+from migrations_policy.core.framework_tables import is_framework_table
+from migrations_policy.core.revisions import EXPAND, applied_revisions, parents, phase_of
 
 #: State of a required migration ``check`` did not probe: another one already refuses.
 NOT_CHECKED = "not checked"
@@ -205,247 +207,6 @@ class NotWired(CommandError):
     exit_code = EXIT_REFUSED
 
 
-# -- what a revision requires ---------------------------------------------------------
-@dataclass(frozen=True)
-class Requirements:
-    """The data migrations a revision declares, as far as they can be known before it runs."""
-
-    names: tuple[str, ...] = ()
-    #: Declarations whose value cannot be known before the revision runs: "path:line: why".
-    unresolved: tuple[str, ...] = ()
-
-    @property
-    def declared(self) -> bool:
-        return bool(self.names or self.unresolved)
-
-
-_REQUIRE_OP = "require_data_migrations"
-
-
-def _names_from(value: Any) -> list[str] | None:
-    """*value* as data-migration names, or None when it is not a name or a collection of names."""
-    if isinstance(value, str):
-        return [value] if value else None
-    if isinstance(value, (list, tuple, set, frozenset)) and all(isinstance(v, str) and v for v in value):
-        return sorted(value) if isinstance(value, (set, frozenset)) else list(value)
-    return None
-
-
-def _is_require_call(node: ast.AST) -> bool:
-    if not isinstance(node, ast.Call):
-        return False
-    func = node.func
-    return (isinstance(func, ast.Attribute) and func.attr == _REQUIRE_OP) or \
-        (isinstance(func, ast.Name) and func.id == _REQUIRE_OP)
-
-
-def _evaluate_argument(node: ast.expr, namespace: dict[str, Any], where: str) -> tuple[list[str], str | None]:
-    """The names one argument of ``op.require_data_migrations(...)`` stands for."""
-    starred = isinstance(node, ast.Starred)
-    expression = node.value if starred else node
-    if isinstance(expression, ast.Constant) and not starred:
-        names = _names_from(expression.value)
-        return (names, None) if names else ([], f"{where}: {ast.unparse(node)} is not a data migration name")
-    try:
-        value = eval(compile(ast.Expression(expression), where, "eval"), dict(namespace))  # noqa: S307
-    except Exception as exc:  # the project's own expression: anything can go wrong
-        return [], (f"{where}: op.{_REQUIRE_OP}({ast.unparse(node)}) cannot be evaluated before the revision "
-                    f"runs ({type(exc).__name__}: {first_line(exc)}); use literals or a module-level "
-                    "constant, or declare requires_data_migrations = (...)")
-    if starred:
-        iterable = isinstance(value, Iterable) and not isinstance(value, (str, bytes))
-        names = _names_from(tuple(value)) if iterable else None
-    else:
-        names = _names_from(value) if isinstance(value, str) else None
-    if names is None:
-        return [], f"{where}: op.{_REQUIRE_OP}({ast.unparse(node)}) is {value!r:.60}, not data migration names"
-    return names, None
-
-
-def requirements_of(rev: Script) -> Requirements:
-    """Data migrations *rev* declares: its ``requires_data_migrations`` attribute plus the
-    arguments of every ``op.require_data_migrations(...)`` call in its source, each
-    evaluated in the module's namespace (literals, module constants, imported names and
-    expressions over them).  What cannot be evaluated there is *unresolved*, never ignored."""
-    names: list[str] = []
-    unresolved: list[str] = []
-    path = rev.path
-    module = rev.module
-    if hasattr(module, "requires_data_migrations"):
-        declared = module.requires_data_migrations
-        if declared is not None and declared != ():
-            found = _names_from(declared)
-            if found is None:
-                unresolved.append(f"{path}: requires_data_migrations = {declared!r:.60} is not a name or a "
-                                  "tuple of data migration names")
-            else:
-                names.extend(found)
-    try:
-        with open(path, encoding="utf-8") as fh:
-            tree = ast.parse(fh.read(), path)
-    except (OSError, SyntaxError, ValueError) as exc:
-        # alembic imported the module, so its source should parse: fail closed if it does not.
-        return Requirements(tuple(dict.fromkeys(names)),
-                            tuple(unresolved) + (f"{path}: source cannot be read to find its requirements "
-                                                 f"({first_line(exc)})",))
-    namespace = vars(module)
-    for node in ast.walk(tree):
-        if not _is_require_call(node):
-            continue
-        where = f"{path}:{node.lineno}"
-        if node.keywords:
-            unresolved.append(f"{where}: op.{_REQUIRE_OP}() takes data migration names only, not keywords")
-        if not node.args:
-            unresolved.append(f"{where}: op.{_REQUIRE_OP}() names no data migration")
-        for arg in node.args:
-            found, problem = _evaluate_argument(arg, namespace, where)
-            names.extend(found)
-            if problem:
-                unresolved.append(problem)
-    return Requirements(tuple(dict.fromkeys(names)), tuple(unresolved))
-
-
-def is_gated(rev: Script, requirements: Requirements | None = None) -> bool:
-    """A revision the gate judges: on the contract branch, or declaring required data migrations."""
-    requirements = requirements if requirements is not None else requirements_of(rev)
-    return phase_of(rev) == CONTRACT or requirements.declared
-
-
-def requirements_when_run(rev: Script, dialect_name: str) -> tuple[tuple[str, ...], str | None]:
-    """Run *rev*'s ``upgrade()`` offline (nothing reaches the database) and return the data
-    migrations its ``op.require_data_migrations`` calls named, however they were called, with
-    why it could not run to the end (None when it could).
-
-    A stamp records a revision without running it, so the runtime check of the operation
-    never happens: this is how a stamp sees calls the source scan cannot (an aliased op)."""
-    from migrations_policy.core.offline_run import record_operations
-    from migrations_policy.gate.requirement_op import RequireDataMigrationsOp
-
-    operations, problem = record_operations(rev.module.upgrade, dialect_name)
-    names = [n for o in operations if isinstance(o, RequireDataMigrationsOp) for n in o.names]
-    return tuple(dict.fromkeys(names)), problem
-
-
-def dropped_under_sync_triggers(rev: Script, dialect_name: str, triggers: list[Any]) -> list[str]:
-    """Live sync triggers whose column or table *rev*'s ``upgrade()`` drops without dropping the
-    trigger first (``op.drop_sync_trigger``): on MariaDB/SQLite every later write to the table
-    would fail.  One line each, naming the file."""
-    from alembic.operations import ops
-
-    from migrations_policy.core.offline_run import dropping_operations
-    from migrations_policy.window.sync_triggers import DropSyncTriggerOp
-
-    recorded, _ = dropping_operations(rev.module.upgrade, dialect_name)
-    columns = {(o.table_name, o.column_name) for o in recorded if isinstance(o, ops.DropColumnOp)}
-    tables = {o.table_name for o in recorded if isinstance(o, ops.DropTableOp)}
-    released = {(o.pair.table, o.pair.old, o.pair.new) for o in recorded if isinstance(o, DropSyncTriggerOp)}
-    return [f"{rev.path}: revision {rev.revision} drops {t.table}.{t.old if (t.table, t.old) in columns else t.new}"
-            f"{'' if t.table not in tables else ' (the table)'} while sync trigger {t.trigger} keeps "
-            f"{t.old} and {t.new} in step: call op.drop_sync_trigger({t.table!r}, old={t.old!r}, "
-            f"new={t.new!r}) before the drop"
-            for t in triggers
-            if (t.table, t.old, t.new) not in released
-            and (t.table in tables or (t.table, t.old) in columns or (t.table, t.new) in columns)]
-
-
-def _live_sync_triggers(connection: Connection) -> list[Any]:
-    from migrations_policy.window.sync_triggers import sync_triggers
-
-    return sync_triggers(connection)
-
-
-def explicit_sync_drops(rev: Script, dialect_name: str) -> tuple[list[tuple[str, str]], list[tuple[str, list[str]]]]:
-    """(name, how) of the triggers and functions *rev*'s ``upgrade()``, run offline, drops
-    explicitly (``op.drop_sync_trigger``, ``DROP TRIGGER`` in ``op.execute``), and the tables it
-    re-creates (``batch_alter_table(..., recreate="always")``), each with the names dropped before."""
-    from migrations_policy.core.offline_run import RebuiltTable, dropping_operations
-    from migrations_policy.window.sync_keeper import explicit_drops
-
-    recorded, _ = dropping_operations(rev.module.upgrade, dialect_name)
-    dropped: list[tuple[str, str]] = []
-    rebuilt: list[tuple[str, list[str]]] = []
-    for operation in recorded:
-        if isinstance(operation, RebuiltTable):
-            rebuilt.append((operation.table, [name for name, _ in dropped]))
-        else:
-            dropped.extend(explicit_drops([operation]))
-    return dropped, rebuilt
-
-
-def rebuild_refusals(rev: Script, rebuilt: list[tuple[str, list[str]]], triggers: list[Any],
-                     dialect_name: str) -> list[str]:
-    """On MariaDB/MySQL, where DDL commits at once, a table *rev* re-creates while it carries live
-    sync triggers (not dropped before, in a contract): refused before any DDL (the run would refuse
-    at its ``DROP TABLE``, after the statements before it had committed).  Elsewhere the
-    re-creation runs in the revision's transaction and the triggers are put back at its end
-    (``sync_keeper``).  One line per table."""
-    if dialect_name not in ("mysql", "mariadb"):
-        return []
-    from migrations_policy.window.sync_keeper import hit, rebuild_refusal
-
-    first: dict[str, Any] = {}
-    for table, dropped_before in rebuilt:
-        gone = {t.trigger for name in dropped_before for t in hit(name, triggers)}
-        for trigger in triggers:
-            if trigger.table.lower() == table.lower() and trigger.trigger not in gone:
-                first.setdefault(table.lower(), trigger)
-    return [rebuild_refusal(rev.path, rev.revision, trigger) for trigger in first.values()]
-
-
-def sync_drop_refusals(rev: Script, dropped: list[tuple[str, str]], triggers: list[Any]) -> list[str]:
-    """``sync_keeper.explicit_drop_refusal`` for each live sync trigger *rev* drops (*dropped*):
-    the run's own watch decides the same as each statement is about to execute."""
-    from migrations_policy.window.sync_keeper import explicit_drop_refusal, hit
-
-    first: dict[tuple, Any] = {}  # one line per pair of columns and way of dropping
-    for name, how in dropped:
-        for trigger in hit(name, triggers):
-            first.setdefault((trigger.table, trigger.old, trigger.new, how), trigger)
-    lines = [explicit_drop_refusal(rev.path, rev.revision, phase_of(rev), trigger, key[3])
-             for key, trigger in first.items()]
-    return [line for line in lines if line]
-
-
-def sync_triggers_left_behind(connection: Connection, pending: Iterable[Script]) -> list[str]:
-    """Installed sync triggers that no *pending* revision removes (``op.drop_sync_trigger``): left
-    behind after their contract, worse when stale (a column they keep in step is gone, so every
-    write to the table fails).  One line per pair of columns, for ``dbsync check`` and ``status``.
-    One that a pending revision removes is expected (the rolling window), stale or not."""
-    from migrations_policy.core.offline_run import dropping_operations
-    from migrations_policy.window.sync_triggers import (DropSyncTriggerOp,
-        stale_sync_triggers,
-        sync_trigger_name,
-        sync_triggers)
-
-    live = sync_triggers(connection)
-    if not live:
-        return []
-    stale = {(t.table, t.old, t.new) for t in stale_sync_triggers(connection, live)}
-    released = set()
-    for rev in pending:
-        recorded, _ = dropping_operations(rev.module.upgrade, connection.dialect.name)
-        released.update((o.pair.table, o.pair.old, o.pair.new) for o in recorded if isinstance(o, DropSyncTriggerOp))
-    lines = []
-    for table, old, new in dict.fromkeys((t.table, t.old, t.new) for t in live):
-        drop = f"op.drop_sync_trigger({table!r}, old={old!r}, new={new!r})"
-        name = sync_trigger_name(table, old, new)
-        if (table, old, new) in released:
-            continue
-        if (table, old, new) in stale:
-            lines.append(f"sync trigger {name} keeps {table}.{old} and {table}.{new} in step, but the table or a "
-                         f"column is gone: every write to {table} fails; remove it ({drop} in a revision)")
-        else:
-            lines.append(f"sync trigger {name} ({table}.{old} <-> {table}.{new}) is left behind: no pending "
-                         f"revision removes it, and every write to {table} still runs it; remove it ({drop})")
-    return lines
-
-
-def phase_defect(rev: Script, requirements: Requirements) -> str | None:
-    """Why *rev*'s branch, directory and content disagree, as one line naming its file, or None."""
-    why = revision_phase_disagreement(phase_of(rev), rev.path, requirements.declared)
-    return f"{rev.path}: revision {rev.revision}: {why}" if why else None
-
-
 # -- the check --------------------------------------------------------------------
 def schema_is_empty(connection: Connection, version_table: str = "alembic_version") -> bool:
     """No table but alembic's version table and the framework's own: a fresh database."""
@@ -498,7 +259,7 @@ def evaluate(connection: Connection, script: ScriptDirectory, revisions: list[Sc
         if not (stamping or fresh):  # a stamp drops nothing; a fresh schema has no sync trigger
             dropped, rebuilt = explicit_sync_drops(rev, connection.dialect.name)
             if (dropped or rebuilt) and triggers is None:
-                triggers = _live_sync_triggers(connection)
+                triggers = live_sync_triggers(connection)
             verdict.defects.extend(sync_drop_refusals(rev, dropped, triggers or []))
             verdict.defects.extend(rebuild_refusals(rev, rebuilt, triggers or [], connection.dialect.name))
         if not is_gated(rev, requirements):
@@ -507,7 +268,7 @@ def evaluate(connection: Connection, script: ScriptDirectory, revisions: list[Sc
         if fresh:
             continue  # no data to migrate, no old code running
         if triggers is None:
-            triggers = _live_sync_triggers(connection)
+            triggers = live_sync_triggers(connection)
         if triggers and not stamping:  # a stamp drops nothing
             verdict.defects.extend(dropped_under_sync_triggers(rev, connection.dialect.name, triggers))
         if not stamping:
@@ -638,53 +399,3 @@ def unfinished(connection: Connection, registry: Any, required: dict[str, list[s
             found.append(PendingMigration(name, migration.remaining, migration.state, required_by,
                                           migration.estimated))
     return found
-
-
-# -- overrides ----------------------------------------------------------------------
-def forced_by() -> str:
-    """Who is forcing: user@host, for the ledger."""
-    try:
-        user = getpass.getuser()
-    except (OSError, KeyError):
-        user = str(os.getuid()) if hasattr(os, "getuid") else "unknown"
-    return f"{user}@{socket.gethostname()}"
-
-
-def record_override(connection: Connection, command: str, reason: str, revisions: list[str],
-                    rows: list[dict[str, Any]]) -> str:
-    """Append one ``migrations_policy_gate_overrides`` row per entry of *rows* ({"migration", "remaining"})
-    for a forced *command* over *revisions*, committed; return who forced it."""
-    from migrations_policy.data import ledger
-
-    who = forced_by()
-    gate_overrides_table.create(connection, checkfirst=True)
-    connection.execute(sa.insert(gate_overrides_table), [
-        {"forced_at": ledger.utcnow(), "forced_by": who[:255], "reason": reason or None, "command": command,
-         "revisions": ",".join(revisions), **row} for row in rows])
-    if connection.in_transaction():
-        connection.commit()
-    return who
-
-
-def record_force(connection: Connection, verdict: GateVerdict, reason: str, command: str = "upgrade") -> None:
-    """Keep the override in ``migrations_policy_gate_overrides`` (one row per forced migration,
-    never overwritten), mark the ledger's rows, and say so loudly on stderr."""
-    from migrations_policy.data import ledger
-
-    rows = [{"migration": p.name, "remaining": p.remaining} for p in verdict.pending] or \
-        [{"migration": None, "remaining": None}]
-    who = record_override(connection, command, reason, verdict.contract_revisions, rows)
-    for pending in verdict.pending:
-        ledger.record_forced(connection, pending.name, remaining=pending.remaining, reason=reason, forced_by=who)
-    if connection.in_transaction():
-        connection.commit()
-    print(f"WARNING: contract gate FORCED ({command}) by {who} ({reason or 'no reason given'}): "
-          f"{verdict.summary()}; recorded in {gate_overrides_table.name}", file=sys.stderr)
-
-
-def overrides(connection: Connection) -> list[dict[str, Any]]:
-    """Every recorded override, oldest first ([] when there never was one)."""
-    if not sa.inspect(connection).has_table(gate_overrides_table.name):
-        return []
-    query = sa.select(gate_overrides_table).order_by(gate_overrides_table.c.id)
-    return [dict(row) for row in connection.execute(query).mappings()]

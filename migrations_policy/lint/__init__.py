@@ -28,17 +28,11 @@ imports ``lint.alembic_plugin`` on every ``import alembic``, which must not load
 
 from __future__ import annotations
 
-from typing import Any
+from migrations_policy.core.lazy import lazy_getattr
 
-_NAMES = {"run": "linter", "collect": "linter", "LintReport": "report", "Finding": "report"}
+_NAMES = {"run": ".linter", "collect": ".linter", "LintReport": ".report", "Finding": ".report"}
 
 __all__ = sorted(_NAMES)
 
 
-def __getattr__(name: str) -> Any:
-    module = _NAMES.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module
-
-    return getattr(import_module(f"{__name__}.{module}"), name)
+__getattr__ = lazy_getattr(__name__, _NAMES)

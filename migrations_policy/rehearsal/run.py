@@ -26,7 +26,7 @@ from alembic import command as alembic_command
 
 from migrations_policy import commands
 from migrations_policy.core.framework_tables import is_framework_table
-from migrations_policy.commands.dbsync import run_alembic_on
+from migrations_policy.commands.alembic_run import run_alembic_on
 from migrations_policy.data.discovery import load_release_mapping
 from migrations_policy.core.errors import PolicyError, UsageError
 from migrations_policy.core import progress

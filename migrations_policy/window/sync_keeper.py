@@ -30,7 +30,7 @@ The decision, made here for the gate's offline pass and the live run alike:
   columns still exist, from that exact text, then checks that the catalog gives
   the same definitions back.  A trigger whose table or a column is gone is left
   gone (the column drop is judged by the gate's own rules: MP160,
-  ``gate.dropped_under_sync_triggers``).  The re-install runs in the revision's
+  ``gate.sync_trigger_checks.dropped_under_sync_triggers``).  The re-install runs in the revision's
   transaction, so release N's writes wait for it on SQLite and PostgreSQL; a
   statement that would drop a table carrying live sync triggers outside a
   transaction (MariaDB's DDL commits at once; a PostgreSQL ``autocommit_block``)

@@ -296,7 +296,7 @@ def trigger_definitions(connection: Connection, found: list[FoundSyncTrigger]) -
 def stale_sync_triggers(connection: Connection, live: list[FoundSyncTrigger] | None = None
                         ) -> list[FoundSyncTrigger]:
     """Sync triggers (of *live*, default: all installed) whose table or columns are gone: every
-    write to that table now fails.  For ``dbsync check`` / ``status`` (``gate.sync_triggers_left_behind``)."""
+    write to that table now fails.  For ``dbsync check`` / ``status`` (``gate.sync_trigger_checks.sync_triggers_left_behind``)."""
     inspector = sa.inspect(connection)
     stale = []
     for found in sync_triggers(connection) if live is None else live:
