@@ -57,6 +57,45 @@ def get_server(name: str) -> servers.Server:
     return found
 
 
+#: Left out of the developers' quick loop (``tox -e quick``: ``-m "not slow"``), run by CI and by
+#: ``tox``: the directories whose tests drive whole commands against databases (each several seconds:
+#: the gate's offline runs, the runner, lock holders, killed processes), and the modules measured
+#: slowest elsewhere (docs/testing.rst: "The developers' quick loop").  A test file under a listed
+#: directory, or listed itself, gets the ``slow`` marker; nothing else is marked here.
+SLOW_DIRECTORIES = ("prove", "gate", "data", "authoring")
+#: The modules: each of their tests took 4 s or more (wall, SQLite, load ~15 on 2 cores: about 0.5 s
+#: of CPU or more) in the quick loop's measured run; most run whole lint runs in fresh worker
+#: processes several times.
+SLOW_MODULES = (
+    "test_embedding.py",        # installs a project with pip and runs its console scripts
+    "test_roundtrip.py",        # every revision of the example up and down
+    "lint/test_adoption.py",    # init / adopt / lint on generated histories
+    "lint/test_cache_header_modules.py",
+    "lint/test_cache_index.py",
+    "lint/test_cache_keys.py",
+    "lint/test_cache_read_files.py",
+    "lint/test_cache_unloadable.py",
+    "lint/test_custom_operations.py",
+    "lint/test_dialect_guards.py",
+    "lint/test_every_script_a_verdict.py",
+    "lint/test_existing_nullable.py",
+    "lint/test_fuzz_scripts.py",
+    "lint/test_isolation.py",
+    "lint/test_mp160_in_a_run.py",
+    "lint/test_output_options.py",
+    "lint/test_plain_scripts.py",
+    "lint/test_real_world_shapes.py",
+)
+_TESTS = os.path.dirname(os.path.abspath(__file__))
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        relative = os.path.relpath(str(item.path), _TESTS).replace(os.sep, "/")
+        if relative.split("/", 1)[0] in SLOW_DIRECTORIES or relative in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_sessionfinish(session, exitstatus):
     for server in _servers.values():
         if isinstance(server, servers.Server):

@@ -27,6 +27,7 @@ from migrations_policy.policy.sql import from_sql
 from migrations_policy.lint.loader import is_local_file
 from migrations_policy.lint.missing import is_missing
 from migrations_policy.lint.recorder import Recording, recording
+from migrations_policy.lint.unimported import module_aliases, unimported_helper
 
 MAX_DEPTH = 8
 MAX_LOOP = 1000
@@ -48,7 +49,7 @@ _TABLE_KEYWORDS = ("table_name", "source_table", "source", "table")
 _COLUMN_KEYWORDS = ("column_name", "column")
 #: Calls that change rows: ``session.query(X).update(...)``, ``table.delete()``, ``session.add(obj)``...
 _DML_METHODS = {"update": m.UPDATE, "delete": m.DELETE, "insert": m.INSERT, "add": m.INSERT, "add_all": m.INSERT,
-                "merge": m.INSERT, "bulk_insert_mappings": m.INSERT, "bulk_save_objects": m.INSERT,
+                "merge": m.UPDATE, "bulk_insert_mappings": m.INSERT, "bulk_save_objects": m.INSERT,
                 "bulk_update_mappings": m.UPDATE}
 _ORM_RECEIVERS = ("session", "query")
 
@@ -108,6 +109,21 @@ def _const(node: ast.AST | None) -> Any:
     return node.value if isinstance(node, ast.Constant) else None
 
 
+def _name_of(node: ast.AST | None, env: dict[str, Any] | None) -> Any:
+    """A table name read from *node*: its literal; else, for an attribute of a module-level name that could not
+    be computed (``Model.__tablename__``, ``Model`` not importable), a stand-in named by that expression
+    (``<Model.__tablename__>``): one module-level expression names one table throughout the script, so an index
+    on the table the script creates is on a new table.  A local name (a loop may rebind it) stays unknown."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    root = node
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if isinstance(node, ast.Attribute) and isinstance(root, ast.Name) and root.id not in (env or {}):
+        return f"<{ast.unparse(node)}>"
+    return None
+
+
 def _static_sql(node: ast.AST) -> str | None:
     """SQL text of a literal, an f-string (placeholders for the holes) or ``text("...")``."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -137,14 +153,22 @@ class _Scanner:
         self.functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         self.unevaluated: list[int] = []
         self.batch_tables: dict[str, str] = {}
+        #: Local names bound to what an ORM query gave (``rows = session.query(M).all()``) and loop variables over
+        #: such rows: assigning one of their attributes is an UPDATE when the session flushes.
+        self.orm_rows: set[str] = set()
         #: name -> (module, attribute) of the script's top-level ``from MODULE import NAME`` (level 0).
         self.imported = {alias.asname or alias.name: (node.module, alias.name) for node in tree.body
                          if isinstance(node, ast.ImportFrom) and node.module and not node.level
                          for alias in node.names}
+        #: name -> module of the script's top-level ``import a.b as name`` / ``name = import_module("a.b")``.
+        self.modules = module_aliases(tree)
 
     def eval(self, node: ast.AST, env: dict[str, Any]) -> Any:
-        if any(isinstance(n, ast.Name) and env.get(n.id) is _UNKNOWN for n in ast.walk(node)):
-            return _UNKNOWN  # never computed with a placeholder: it would reach op calls and messages
+        if any(isinstance(n, ast.Name) and (env.get(n.id) is _UNKNOWN or n.id not in env
+                                            and is_missing(self.globals.get(n.id))) for n in ast.walk(node)):
+            # never computed with a placeholder: it would reach op calls and messages, and a placeholder's truth
+            # value (``not has_table("t")``, has_table not importable) would decide a guard it cannot decide
+            return _UNKNOWN
         try:
             code = compile(ast.fix_missing_locations(ast.Expression(body=node)), self.filename, "eval")
             value = eval(code, {**self.globals, **env})  # noqa: S307 - the script's own expressions
@@ -195,8 +219,10 @@ class _Scanner:
             value = self.call(node.value, env, depth) if isinstance(node.value, ast.Call) else self.eval(node.value, env)
             if isinstance(node, ast.AugAssign):
                 value = _UNKNOWN
-            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
                 self.bind(target, value, env)
+            self.orm_assignment(node, targets, value)
         elif isinstance(node, (ast.With, ast.AsyncWith)):
             self.with_(node, env, depth)
         elif isinstance(node, ast.If):
@@ -232,7 +258,14 @@ class _Scanner:
             items = _UNKNOWN
         if items is _UNKNOWN or not items:
             self.bind(node.target, _UNKNOWN, env)
-            self.maybe(node.body, env, depth)
+            rows = items is _UNKNOWN and isinstance(node.target, ast.Name) and self.from_orm(node.iter)
+            if rows:
+                self.orm_rows.add(node.target.id)
+            try:
+                self.maybe(node.body, env, depth)
+            finally:
+                if rows:
+                    self.orm_rows.discard(node.target.id)
             return
         for item in items:
             self.bind(node.target, item, env)
@@ -254,7 +287,7 @@ class _Scanner:
                 call = item.context_expr
                 if value is _UNKNOWN and isinstance(call, ast.Call) and getattr(call.func, "attr", "") == "batch_alter_table":
                     if isinstance(item.optional_vars, ast.Name):
-                        self.batch_tables[item.optional_vars.id] = _const(call.args[0]) if call.args else None
+                        self.batch_tables[item.optional_vars.id] = _name_of(call.args[0], env) if call.args else None
         try:
             self.block(node.body, env, depth)
         finally:
@@ -271,7 +304,10 @@ class _Scanner:
             return _UNKNOWN
         imported = self.imported_helper(func, env, node.lineno) if depth < MAX_DEPTH else None
         if imported is None and depth < MAX_DEPTH and isinstance(func, ast.Name) and func.id in self.imported:
-            imported = _unimported_helper(*self.imported[func.id], node.lineno)
+            imported = unimported_helper(*self.imported[func.id], node.lineno)
+        if imported is None and depth < MAX_DEPTH and isinstance(func, ast.Attribute) \
+                and isinstance(func.value, ast.Name) and func.value.id in self.modules and func.value.id not in env:
+            imported = unimported_helper(self.modules[func.value.id], func.attr, node.lineno)  # module.downgrade()
         if imported is not None:  # a helper of the project's own modules: followed like the script's own
             self.helper(imported[0], node, env, depth, namespace=imported[1])
             return _UNKNOWN
@@ -280,6 +316,30 @@ class _Scanner:
             if not self.from_literals(node, func, env):
                 self.dml(node, func)
         return value
+
+    def from_orm(self, node: ast.AST) -> bool:
+        """Whether *node* (not computable) gives what an ORM query loads: it goes through a session or
+        ``.query(...)``, or names what such an expression gave."""
+        return _mentions_orm(node) or any(isinstance(sub, ast.Name) and sub.id in self.orm_rows
+                                          for sub in ast.walk(node))
+
+    def orm_assignment(self, node: ast.stmt, targets: list[ast.AST], value: Any) -> None:
+        """``rows = session.query(M).all()`` notes *rows*; ``row.attr = ...`` of such a row is an UPDATE (the
+        session writes it at flush), recorded at that line."""
+        for target in targets:
+            if isinstance(target, ast.Name):
+                if value is _UNKNOWN and node.value is not None and self.from_orm(node.value):
+                    self.orm_rows.add(target.id)
+                else:
+                    self.orm_rows.discard(target.id)
+                continue
+            root = target
+            while isinstance(root, (ast.Attribute, ast.Subscript)):
+                root = root.value
+            if isinstance(target, ast.Attribute) and isinstance(root, ast.Name) and root.id in self.orm_rows:
+                self.rec.add([m.Operation(kind=m.UPDATE, source="source")], line=node.lineno)
+                self.unevaluated.append(node.lineno)
+                return
 
     def dml(self, node: ast.Call, func: ast.Attribute) -> None:
         """DML that could not be computed: ORM sessions, ``table.update()`` / ``.delete()`` / ``.insert()``."""
@@ -354,7 +414,7 @@ class _Scanner:
             index = -1
         else:
             table_arg = args[index] if len(args) > index else _keyword(kws, _TABLE_KEYWORDS)
-            table = _const(table_arg) if not isinstance(table_arg, ast.Name) else (env or {}).get(table_arg.id)
+            table = _name_of(table_arg, env) if not isinstance(table_arg, ast.Name) else (env or {}).get(table_arg.id)
         column = None
         if kind in (m.ADD_COLUMN, m.DROP_COLUMN, m.ALTER_TYPE):
             column_arg = args[index + 1] if len(args) > index + 1 else _keyword(kws, _COLUMN_KEYWORDS)
@@ -379,50 +439,6 @@ class _Scanner:
                                       and _const(kws["existing_nullable"]) is _const(kws["nullable"])):
             kinds.append(m.SET_NOT_NULL if _const(kws["nullable"]) is False else m.DROP_NOT_NULL)
         return [op.with_(kind=k) for k in kinds] or [op.with_(kind=m.OTHER)]
-
-
-def _unimported_helper(module: str, name: str, line: int):
-    """``(FunctionDef, namespace)`` of function *name* of the project's module *module* when that module could not
-    be imported (a package whose ``__init__`` needs what is not installed): its file is found on ``sys.path``
-    (the current directory first) without importing its packages, loaded statement by statement
-    (``missing.load_partially``) and its function read like the script's own, every line at *line*; None when
-    there is no such local file or function."""
-    import os
-    import sys
-    import types
-
-    from migrations_policy.lint.loader import one_line
-    from migrations_policy.lint.missing import Notes, load_partially
-
-    parts = module.split(".")
-    for entry in sys.path:
-        base = os.path.join(entry or ".", *parts)
-        for candidate in (base + ".py", os.path.join(base, "__init__.py")):
-            if not is_local_file(candidate):
-                continue
-            try:
-                with open(candidate, encoding="utf-8") as fh:
-                    tree = ast.parse(fh.read(), candidate)
-            except (OSError, SyntaxError, ValueError, UnicodeDecodeError, RecursionError, MemoryError):
-                return None
-            fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
-            if fn is None:
-                return None
-            namespace = types.ModuleType(module)
-            namespace.__file__ = candidate
-            namespace.__package__ = module if candidate.endswith("__init__.py") else module.rpartition(".")[0]
-            try:
-                load_partially(tree, namespace, candidate, Notes(), one_line)
-            except MemoryError:
-                raise
-            except BaseException:  # noqa: BLE001 - SystemExit and the like of the helper's module: not followed
-                return None
-            for sub in ast.walk(fn):
-                if hasattr(sub, "lineno"):
-                    sub.lineno = sub.end_lineno = line
-                    sub.col_offset = sub.end_col_offset = 0  # one position: a valid range for compile()
-            return fn, vars(namespace)
-    return None
 
 
 def _parameters(fn: ast.FunctionDef) -> dict[str, Any]:

@@ -215,7 +215,20 @@ class _Check:
         return _resolves(base, tuple(path), call)
 
 
+#: (base, path, call) -> answer of ``_resolves``: the same names recur in every script (``sa.Column``,
+#: ``sa.String``) and each answer depends on the installed SQLAlchemy alone.
+_RESOLVED: dict[tuple[str, tuple[str, ...], bool], bool] = {}
+
+
 def _resolves(base: str, path: tuple[str, ...], call: bool) -> bool:
+    key = (base, path, call)
+    answer = _RESOLVED.get(key)
+    if answer is None:
+        answer = _RESOLVED[key] = _resolve(base, path, call)
+    return answer
+
+
+def _resolve(base: str, path: tuple[str, ...], call: bool) -> bool:
     import importlib
 
     from sqlalchemy.schema import SchemaItem

@@ -2,7 +2,10 @@
 
 * ``plain(path, options)``: a plain script (``lint.plain``) is analysed in the worker, ``in_worker``, with
   the verdict a child would send; any surprise sends it to a child after all.
-* ``preimport(tasks, options)``: the fork server's warm-up -- the installed packages the scripts import are
+* ``batch(tasks, phase, options)``: in a child the worker forks for a batch of scripts: each plain one is
+  analysed there (``in_worker``), the others are handed back with the modules they import; the worker forks
+  one child for each of those.  So plain scripts are read on every CPU (``--jobs``), not on the worker's alone.
+* ``preimport(names, options)``: the fork server's warm-up -- the installed packages the scripts import are
   imported once, so that every child starts with them.
 """
 
@@ -36,7 +39,7 @@ def plain(path: str, options):
 PREIMPORTED: list[str] = []
 
 
-def _imported_names(path: str) -> list[str]:
+def imported_names(path: str) -> list[str]:
     """The absolute module names a script imports at its top level (read, not run)."""
     import ast
 
@@ -54,8 +57,45 @@ def _imported_names(path: str) -> list[str]:
     return names
 
 
-def preimport(tasks, options) -> None:
-    """The fork server's warm-up: import, once, the installed packages the scripts import (a project's
+#: At most this many scripts per batch child (``prefork.batch``); fewer when that leaves a CPU idle.
+BATCH = 128
+
+
+def batches(tasks: list, workers: int) -> list[list]:
+    """*tasks* in batches: about two per process that may run at once, each of at most ``BATCH`` scripts."""
+    size = max(1, min(BATCH, -(-len(tasks) // (workers * 2))))
+    return [tasks[i:i + size] for i in range(0, len(tasks), size)]
+
+
+def batch_answers(result: tuple, batch: list) -> list | None:
+    """The ``(index, verdict or ("child", names))`` answers of a batch child, or None when its result is not
+    one answer per task of *batch* (it died, ran out of time, or a script surprised it): each is then forked
+    alone."""
+    hits, internal = result[0], result[1]
+    indexes = [task[0] for task in batch]
+    if internal is not None or not isinstance(hits, list) or len(hits) != len(batch):
+        return None
+    for answer, index in zip(hits, indexes):
+        if not (isinstance(answer, tuple) and len(answer) == 2 and answer[0] == index):
+            return None
+    return hits
+
+
+def batch(tasks, _phase, options) -> tuple:
+    """In a child forked for a batch of ``(index, path, phase)`` tasks: ``([(index, verdict or names)...],)``
+    -- the verdict of each plain script as ``in_worker`` builds it, else the module names the script imports
+    (``imported_names``: the worker pre-imports them before forking one child for that script)."""
+    answers = []
+    for index, path, phase in tasks:
+        found = plain(path, options)
+        verdict = None if found is None else in_worker(path, phase, options, *found)
+        answers.append((index, verdict if verdict is not None else ("child", imported_names(path))))
+    return (answers,)
+
+
+def preimport(wanted, options) -> None:
+    """The fork server's warm-up: import, once, the installed packages of *wanted* (the module names the scripts
+    import, ``imported_names``: a project's
     dependencies: SQLAlchemy models, its framework), so that each child starts with them instead of importing
     them again.  Only modules that resolve -- with the script's own path, the current directory first -- to an
     installed location (never the project's own modules: a script's cache entry depends on those, and their
@@ -66,7 +106,7 @@ def preimport(tasks, options) -> None:
 
     from migrations_policy.lint.loader import is_local_file, sandbox
 
-    wanted = sorted({name for task in tasks for name in _imported_names(task[1])} - set(sys.modules))
+    wanted = sorted(set(wanted) - set(sys.modules))
     if not wanted:
         return
 

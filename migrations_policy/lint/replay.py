@@ -13,6 +13,9 @@ headers, which are read, not imported: every branch, expand and contract, merges
   that is not among the linted files, an ancestor of those, a history alembic cannot
   order): ``MP000`` saying why, before anything runs;
 * a descendant of a script that failed on the database: ``MP000`` naming that script.
+
+Histories of different directories that declare the same revision id (mlflow's two trees) are replayed each
+on its own database (``replay_all``).
 """
 
 from __future__ import annotations
@@ -147,14 +150,18 @@ def _histories(tasks: list[tuple[Path, str]], resolver: PhaseResolver) -> list[l
 
 def replay_all(tasks: list[tuple[Path, str]], resolver: PhaseResolver, options: Options, target: Target) -> Analysis:
     """Replay *tasks* (see the module docstring); the hits of each, in the order of *tasks*.  Histories of
-    different directories that share a revision id are replayed each on its own database (a given ``--url``
-    cannot be emptied between them: there they are one history, and the shared id is ``MP000``)."""
-    groups = _histories(tasks, resolver) if not target.url else [list(range(len(tasks)))]
+    different directories that share a revision id are replayed each on its own database: with ``--url``, the
+    first on that database and each other on a throwaway one on the same server (``_other_database``)."""
+    groups = _histories(tasks, resolver)
     if len(groups) == 1:
         return _replay_history(tasks, resolver, options, target)
     merged = Analysis([None] * len(tasks))
-    for group in groups:
-        part = _replay_history([tasks[i] for i in group], resolver, options, target)
+    for number, group in enumerate(groups):
+        subset = [tasks[i] for i in group]
+        if number and target.url:
+            part = _replay_elsewhere(subset, resolver, options, target.url)
+        else:
+            part = _replay_history(subset, resolver, options, target)
         for position, index in enumerate(group):
             merged.hits[index] = part.hits[position]
             if position in part.internal:
@@ -162,6 +169,23 @@ def replay_all(tasks: list[tuple[Path, str]], resolver: PhaseResolver, options: 
             if position in part.modules:
                 merged.modules[index] = part.modules[position]
     return merged
+
+
+def _replay_elsewhere(tasks: list[tuple[Path, str]], resolver: PhaseResolver, options: Options, url: str) -> Analysis:
+    """A history replayed beside the one on the given *url* (they share a revision id, and one database holds
+    one ``alembic_version``): on a throwaway database the linter creates on *url*'s server and drops at the end
+    (SQLite: a temporary file).  When the server refuses to create one: ``MP000`` for each script, saying so."""
+    from migrations_policy.core.errors import DatabaseError
+    from migrations_policy.core.urls import parse_url
+
+    other = Target() if parse_url(url).get_backend_name() == "sqlite" else Target(server=url)
+    try:
+        return _replay_history(tasks, resolver, options, other)
+    except DatabaseError as exc:
+        why = _verdict(f"it shares a revision id with another history linted with it, which --url's database "
+                       f"holds, and no second database could be created for it ({exc}); lint this history "
+                       "alone, or give --scratch-server SERVER_URL")
+        return Analysis([list(why) for _ in tasks])
 
 
 def _replay_history(tasks: list[tuple[Path, str]], resolver: PhaseResolver, options: Options,

@@ -40,7 +40,7 @@ import sys
 import time
 from collections import deque
 
-from migrations_policy.lint.prefork import in_worker, plain, preimport
+from migrations_policy.lint.prefork import batch, batch_answers, batches, imported_names, in_worker, plain, preimport
 from migrations_policy.lint.reads import dependencies, watch
 
 # Bound before any script runs: a script that replaces them in its child cannot silence the child.
@@ -85,6 +85,12 @@ def _prepare(options, sample: bool = True) -> None:
 
     gc.disable()
     try:
+        import resource  # noqa: F401 - what every child uses (_limit_memory, _die_with_worker): once, here
+
+        try:
+            _libc()
+        except (OSError, AttributeError):
+            pass
         import alembic.context  # noqa: F401
         import alembic.op  # noqa: F401
         import sqlalchemy.orm  # noqa: F401 - see the docstring
@@ -181,7 +187,8 @@ def _child(write_fd: int, path: str, phase: str, options, worker: int, run=_anal
         opened = watch()  # the files the script reads: its cache entry depends on them (lint.reads)
         try:
             hits, *more = run(path, phase, options)
-            depends = _local_modules(before, path) + dependencies(opened, path) + _PLUGIN_MODULES
+            depends = (_local_modules(before, path) + dependencies(opened, path) + _PLUGIN_MODULES
+                       if isinstance(path, str) else [])  # a batch (prefork.batch): each answer holds its own
             payload = _dumps((hits, None, list(dict.fromkeys(depends)), *more))
         except BaseException as exc:  # noqa: BLE001 - escaped the engine: a bug of the linter
             import traceback
@@ -224,12 +231,22 @@ def _limit_memory(mebibytes: int) -> None:
         pass
 
 
+_LIBC: list = []
+
+
+def _libc():
+    """The C library's handle, opened once (in the worker before the first fork: every child inherits it)."""
+    if not _LIBC:
+        import ctypes
+
+        _LIBC.append(ctypes.CDLL(None, use_errno=True))
+    return _LIBC[0]
+
+
 def _die_with_worker(worker: int) -> None:
     """Linux: this child gets SIGKILL when the *worker* dies (a worker killed mid-run leaves no script running)."""
     try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        _libc().prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
     if os.getppid() != worker:
@@ -393,15 +410,48 @@ def serve(job: dict) -> None:
     parent = os.getppid()
     pending: deque = deque()
     plains: deque = deque()
-    for task in job["tasks"]:
-        found = plain(task[1], options)
-        (pending if found is None else plains).append(task if found is None else (*task, *found))
+    names: list[str] = []
+    running: dict[int, _Running] = {}
+    tasks = [tuple(task) for task in job["tasks"]]
+    if len(tasks) > 2 and not (options.plugins.configured or options.plugins.found):
+        # Batches first, from the prepared state: each plain script is analysed in a batch child, the others
+        # come back (with what they import) and get a child each, forked once every batch has answered.
+        queue = deque(batches(tasks, workers))
+        forked: dict[int, list] = {}
+        while queue or running:
+            if os.getppid() != parent:
+                for child in running.values():
+                    _kill(child.pid)
+                return
+            while queue and len(running) < workers:
+                chunk = queue.popleft()
+                child = _start(-1, chunk, "", options, run=batch)
+                running[child.pid] = child
+                forked[child.pid] = chunk
+            for child, status in _collect(running):
+                chunk = forked.pop(child.pid)
+                answers = batch_answers(_verdict(child, status, options.timeout), chunk)
+                if answers is None:
+                    pending.extend(chunk)
+                    names.extend(name for task in chunk for name in imported_names(task[1]))
+                    continue
+                for task, (index, answer) in zip(chunk, answers):
+                    if isinstance(answer, tuple) and answer and answer[0] == "child":
+                        pending.append(task)
+                        names.extend(answer[1])
+                    else:
+                        _send(("start", index))
+                        _send(("done", index, *answer))
+    else:
+        for task in tasks:
+            found = plain(task[1], options)
+            (pending if found is None else plains).append(task if found is None else (*task, *found))
+        names = [name for task in pending for name in imported_names(task[1])]
     if pending:
         import gc
 
-        preimport(pending, options)
+        preimport(sorted(set(names)), options)
         gc.freeze()
-    running: dict[int, _Running] = {}
     while pending or running or plains:
         if os.getppid() != parent:  # the linter is gone: so are we, and our children
             for child in running.values():

@@ -100,21 +100,32 @@ _CHARSET_BYTES = {"latin1": 1, "ascii": 1, "binary": 1, "utf8": 3, "utf8mb3": 3,
 
 def _varchar_widening(old: Any, new: Any) -> dict[str, int] | None:
     """``length_from`` / ``length_to`` / ``bytes_per_char`` when *new* only lengthens the
-    ``VARCHAR`` *old* (same collation and character set), else None.  ``CHAR`` (padded),
-    ``Text`` and ``Enum`` are other types."""
+    ``VARCHAR`` *old* (same collation and character set), else None.  ``CHAR`` (padded)
+    and ``Enum`` are other types.  *new* an unbounded ``Text``: ``length_to`` 0 (``text``:
+    binary-coercible on PostgreSQL, a copy on MySQL/MariaDB)."""
     from sqlalchemy import types
+
+    old, new = (t() if isinstance(t, type) and issubclass(t, types.TypeEngine) else t for t in (old, new))
 
     def plain(t: Any) -> bool:
         return (isinstance(t, types.String) and not isinstance(t, (types.CHAR, types.Text, types.Enum))
                 and isinstance(t.length, int))
 
-    if not (plain(old) and plain(new) and new.length > old.length):
+    def text(t: Any) -> bool:
+        return isinstance(t, types.Text) and not isinstance(t, types.Enum) and t.length is None
+
+    def unbounded(t: Any) -> bool:  # VARCHAR without a length (PostgreSQL): also binary-coercible to text
+        return (isinstance(t, types.String) and not isinstance(t, (types.CHAR, types.Text, types.Enum))
+                and t.length is None)
+
+    if not (plain(old) and (text(new) or plain(new) and new.length > old.length) or unbounded(old) and text(new)):
         return None
     charsets = {getattr(t, "charset", None) for t in (old, new)}
     if old.collation != new.collation or len(charsets) != 1:
         return None
     charset = charsets.pop() or (old.collation or "").split("_")[0]
-    return {"length_from": old.length, "length_to": new.length, "bytes_per_char": _CHARSET_BYTES.get(charset, 0)}
+    return {"length_from": old.length or 0, "length_to": 0 if text(new) else new.length,
+            "bytes_per_char": _CHARSET_BYTES.get(charset, 0)}
 
 
 def _alter_column(op: aops.AlterColumnOp) -> list[m.Operation]:

@@ -37,7 +37,7 @@ DROP_CONSTRAINT = "drop_constraint"
 VALIDATE_CONSTRAINT = "validate_constraint"
 DROP_OTHER = "drop_other"  # views, sequences, types, ...
 ENUM_ADD_VALUE = "enum_add_value"
-#: ``varchar(n)`` -> ``varchar(m > n)`` (same collation): ``length_from`` / ``length_to``.
+#: ``varchar(n)`` -> ``varchar(m > n)`` (same collation): ``length_from`` / ``length_to``; ``text``: ``length_to`` 0.
 WIDEN_VARCHAR = "widen_varchar"
 BATCH_RECREATE = "batch_recreate"  # batch "move and copy" of a whole table
 INSERT = "insert"

@@ -71,6 +71,9 @@ def effect(op: m.Operation, ctx: m.Context) -> tuple[Effect, str]:
     if kind == m.CREATE_INDEX and op.fulltext:
         return Effect(lock="LOCK=SHARED", blocks_writes=True, scan=True,
                       note="a FULLTEXT index can only be built with LOCK=SHARED (writes blocked for the build)"), _OSC
+    if kind == m.WIDEN_VARCHAR and not op.length_to:
+        old = f"varchar({op.length_from})" if op.length_from else "varchar"
+        return _copy(f"{old} to text is another storage type: ALGORITHM=COPY (writes blocked)"), ""
     if kind == m.WIDEN_VARCHAR:
         if widening_in_place(op):
             return Effect(lock="ALGORITHM=INPLACE", note="widening within the VARCHAR length-byte boundary is "

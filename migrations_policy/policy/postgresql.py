@@ -71,7 +71,8 @@ def effect(op: m.Operation, ctx: m.Context) -> tuple[Effect, str]:
             "CREATE UNIQUE INDEX CONCURRENTLY in an autocommit block, then ADD CONSTRAINT ... USING INDEX"
     if kind == m.WIDEN_VARCHAR:
         return Effect(lock="ACCESS EXCLUSIVE (brief: catalog only)",
-                      note="widening a varchar is metadata-only: no rewrite, the indexes are kept"), ""
+                      note="widening a varchar (or making it text: binary-coercible) is metadata-only: no rewrite, "
+                           "the indexes are kept"), ""
     if kind == m.ALTER_TYPE:
         return Effect(lock="ACCESS EXCLUSIVE", blocks_reads=True, blocks_writes=True, rewrite=True,
                       note="a type change takes ACCESS EXCLUSIVE and usually rewrites the table and its indexes"), ""

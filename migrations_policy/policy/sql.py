@@ -431,6 +431,15 @@ def _operations(sql: str, readings: tuple[Reading | None, ...]) -> tuple[m.Opera
     return tuple(ops)
 
 
+def may_drop_table(sql: str) -> bool:
+    """False only when *sql* cannot drop a table under any reading: ``DROP`` is a keyword, which no
+    server spells other than with those four letters in a row (comments, quotes and escapes separate or
+    wrap tokens, never build one).  The sync keeper asks it before lexing every statement a migration
+    executes (``from_sql`` then decides); most of them are DML with placeholders, which the lexer's
+    fast path does not take."""
+    return "DROP" in sql.upper()
+
+
 def from_sql(sql: str, dialects: tuple[str, ...] | None = None) -> list[m.Operation]:
     """Every operation in *sql* (one or more statements) as any server of *dialects* would run it (default:
     those of ``reading_for``, else every dialect): where servers or their settings split the text differently

@@ -95,10 +95,17 @@ def _sqlparse_tokens(sql: str) -> list[Tok]:
 
 
 @lru_cache(maxsize=4096)
-def _cached_tokens(sql: str, reading=None) -> tuple[Tok, ...]:
+def _fast_cached(sql: str) -> tuple[Tok, ...] | None:
+    """``_fast_tokens`` memoized: ``plain(sql)`` and then ``tokens(sql)`` lex a text once, not twice."""
     fast = _fast_tokens(sql)
+    return None if fast is None else tuple(fast)
+
+
+@lru_cache(maxsize=4096)
+def _cached_tokens(sql: str, reading=None) -> tuple[Tok, ...]:
+    fast = _fast_cached(sql)
     if fast is not None:  # no comment, backslash, "#" or "$": every server splits it the same way
-        return tuple(fast)
+        return fast
     if reading is None:
         return tuple(_sqlparse_tokens(sql))
     from migrations_policy.policy.sql_scan import scan
@@ -114,4 +121,4 @@ def tokens(sql: str, reading=None) -> list[Tok]:
 
 def plain(sql: str) -> bool:
     """Whether every reading of *sql* gives the same tokens (the fast path applies)."""
-    return _fast_tokens(sql) is not None
+    return _fast_cached(sql) is not None

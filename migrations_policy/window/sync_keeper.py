@@ -150,7 +150,7 @@ def keeping(connection: Connection, where: str, revision: str, phase: str | None
     """Run a revision's ``upgrade()`` (the block) so that no live sync trigger is lost silently:
     explicit drops outside a contract and table drops outside a transaction are refused before
     they execute; triggers dropped with a re-created table are re-installed at the end, exactly."""
-    from migrations_policy.policy.sql import dropped_triggers, from_sql
+    from migrations_policy.policy.sql import dropped_triggers, from_sql, may_drop_table
     from migrations_policy.window.sync_triggers import sync_triggers, trigger_definitions
 
     if phase != CONTRACT:  # a contract may drop a broken pair: that is the way out
@@ -179,7 +179,8 @@ def keeping(connection: Connection, where: str, revision: str, phase: str | None
             for trigger in hit(name, live):
                 refusal = refusal or explicit_drop_refusal(where, revision, phase, trigger, _HOW)
                 released.add(trigger.trigger)  # a contract's to drop: not put back
-        tables = {o.table.lower() for o in from_sql(statement) if o.kind == m.DROP_TABLE and o.table}
+        tables = {o.table.lower() for o in from_sql(statement) if o.kind == m.DROP_TABLE and o.table} \
+            if may_drop_table(statement) else set()
         if tables:
             busy = True  # the reads below execute on this connection
             try:

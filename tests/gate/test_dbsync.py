@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import shutil
 import threading
-import time
 
 import pytest
 import sqlalchemy as sa
@@ -13,7 +12,7 @@ import sqlalchemy as sa
 from migrations_policy import SchemaIncompatible, assert_schema_compatible
 from migrations_policy import cli, commands
 
-from ..helpers import hold_lock
+from ..helpers import hold_lock, wait_until
 from .conftest import ORPHANS, ROWS
 
 
@@ -105,21 +104,53 @@ def test_status_counts_the_runners_at_work_on_each_migration(expanded, status_js
 
 
 # -- lock timeouts -----------------------------------------------------------------
-def _hold_lock_on_nodes(engine, seconds: float) -> threading.Thread:
-    """A long transaction that read ``nodes`` and keeps its lock for *seconds*."""
-    return hold_lock(engine, "SELECT count(*) FROM nodes", seconds=seconds)
+#: A session of this database waiting for a table lock (the expand's ALTER behind the holder).
+_WAITING = {
+    "postgresql": "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                  "AND wait_event_type = 'Lock' AND query ILIKE '%ALTER TABLE%'",
+    "mysql": "SELECT count(*) FROM information_schema.processlist WHERE db = DATABASE() "
+             "AND state LIKE 'Waiting for table metadata lock%'",
+}
+
+
+def _hold_lock_on_nodes(engine, release: threading.Event) -> threading.Thread:
+    """A long transaction that read ``nodes`` and keeps its lock until *release* is set (60 s at most)."""
+    return hold_lock(engine, "SELECT count(*) FROM nodes", release=release)
+
+
+def _release_once_an_alter_gave_up(engine, release: threading.Event) -> threading.Thread:
+    """Set *release* once an ALTER has waited for the holder and stopped waiting (the holder still
+    holds, so it gave up: one lock wait lost), whenever the command gets there: a timer started with
+    the holder raced the command's own start on a loaded machine (CI, load 15: the command reached
+    its ALTER after a 2.5 s holder had gone, and no wait was lost)."""
+    query = _WAITING[engine.dialect.name]
+
+    def watch():
+        try:
+            if wait_until(engine, query, seconds=300):
+                wait_until(engine, query, done=lambda rows: not rows[0][0], seconds=300)
+        finally:
+            release.set()
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    return watcher
 
 
 @pytest.mark.parametrize("backend", ["postgresql", "mysql"], indirect=True)
 def test_expand_waits_at_most_lock_timeout_then_retries(app):
     """lock_timeout = 1 s (set by the fixture): the ALTER gives up, backs off, retries, succeeds."""
-    holder = _hold_lock_on_nodes(app.engine, 2.5)
+    release = threading.Event()
+    holder = _hold_lock_on_nodes(app.engine, release)
+    watcher = _release_once_an_alter_gave_up(app.engine, release)
     project = app.project()
     try:
         result = commands.upgrade(project, phases=("expand",))
     finally:
+        release.set()
         project.dispose()
         holder.join()
+        watcher.join(60)
     assert result.after == ["r2_meta_display_name_version"]
     assert result.lock_timeouts >= 1
     assert "meta" in app.columns("nodes")
@@ -130,10 +161,12 @@ def test_expand_gives_up_after_the_retries(app, capsys):
     from ..helpers import set_ini_option
 
     set_ini_option(app.ini, "migrations_policy", "lock_retries", "1")
-    holder = _hold_lock_on_nodes(app.engine, 8)
+    release = threading.Event()  # held until the command has returned, however long it takes to get there
+    holder = _hold_lock_on_nodes(app.engine, release)
     try:
         code = app.dbsync("upgrade", "--expand")
     finally:
+        release.set()
         holder.join()
     assert code == 2
     err = capsys.readouterr().err
@@ -143,23 +176,27 @@ def test_expand_gives_up_after_the_retries(app, capsys):
 
 @pytest.mark.parametrize("backend", ["postgresql", "mysql"], indirect=True)
 def test_readers_are_not_queued_behind_a_waiting_alter(app):
-    """While our ALTER waits for the holder, a plain reader still gets through within ~lock_timeout."""
-    holder = _hold_lock_on_nodes(app.engine, 3)
+    """While our ALTER waits for the holder, a plain reader still gets through: the ALTER gives up
+    after lock_timeout, so the reader queued behind it is served while the holder still holds (without
+    lock_timeout it would wait for the holder, which here waits for the reader: the 60 s cap)."""
+    release = threading.Event()
+    holder = _hold_lock_on_nodes(app.engine, release)
     project = app.project()
     upgrade = threading.Thread(target=lambda: commands.upgrade(project, phases=("expand",)), daemon=True)
     upgrade.start()
-    time.sleep(0.3)  # the ALTER is now waiting for the lock
-    reader = sa.create_engine(app.url)
-    started = time.monotonic()
-    with reader.connect() as conn:
-        assert conn.execute(sa.text("SELECT count(*) FROM nodes")).scalar() == ROWS
-    waited = time.monotonic() - started
-    reader.dispose()
-    holder.join()
-    upgrade.join(60)
-    project.dispose()
-    # Without lock_timeout the reader would wait for the holder (3 s); bounded by lock_timeout (1 s) + slack.
-    assert waited < 2.0, f"reader blocked {waited:.2f} s behind the ALTER"
+    try:
+        assert wait_until(app.engine, _WAITING[app.engine.dialect.name], seconds=300), "the ALTER never waited"
+        reader = sa.create_engine(app.url)
+        with reader.connect() as conn:
+            assert conn.execute(sa.text("SELECT count(*) FROM nodes")).scalar() == ROWS
+        reader.dispose()
+        served_while_held = not release.is_set() and holder.is_alive()
+    finally:
+        release.set()
+        holder.join()
+        upgrade.join(120)
+        project.dispose()
+    assert served_while_held, "the reader was served only once the holder let go: queued behind the ALTER"
 
 
 # -- schema compatibility ----------------------------------------------------------
@@ -207,16 +244,20 @@ def test_lock_retry_message_names_table_revision_and_holder(app, caplog):
     import logging
 
     results: list = []
+    release = threading.Event()
     thread = hold_lock(app.engine, "SELECT pg_backend_pid()" if app.engine.dialect.name == "postgresql"
-                       else "SELECT CONNECTION_ID()", "SELECT count(*) FROM nodes", seconds=2.5, results=results)
+                       else "SELECT CONNECTION_ID()", "SELECT count(*) FROM nodes", release=release, results=results)
+    watcher = _release_once_an_alter_gave_up(app.engine, release)
     holder_id = {"id": results[0]}
     project = app.project()
     try:
         with caplog.at_level(logging.WARNING, logger="migrations_policy.expand.lock_timeout"):
             result = commands.upgrade(project, phases=("expand",))
     finally:
+        release.set()
         project.dispose()
         thread.join()
+        watcher.join(60)
     assert result.lock_timeouts >= 1
     [first, *_] = [r.getMessage() for r in caplog.records if "gave up waiting for a lock" in r.getMessage()]
     assert "revision r1_inventory -> r2_meta_display_name_version" in first, first

@@ -77,3 +77,39 @@ def test_two_histories_sharing_a_revision_id_are_replayed_each_on_its_own(tmp_pa
     alone = [run_lint("--format", "json", "--phase", "expand", "--dialect", "sqlite", "--replay", tree).json
              for tree in trees]
     assert sorted(run.json["findings"], key=str) == sorted([f for r in alone for f in r["findings"]], key=str), SEED
+
+
+def test_two_histories_sharing_a_revision_id_replayed_with_a_given_url(backend, db_url, server_for, tmp_path,
+                                                                       run_lint):
+    """``--replay --url DB``: the given (empty) database takes one history; each other history that shares a
+    revision id with it gets a throwaway database of its own on the same server (SQLite: a temporary file),
+    dropped at the end -- no MP000 for the shared id, and the findings of each history replayed alone."""
+    rng = random.Random(SEED + 1)
+    shared = [f"shared{rng.randrange(10 ** 6)}" for _ in range(rng.randint(1, 2))]
+    trees = []
+    for name in rng.sample(["main", "auth", "extra"], rng.randint(2, 3)):
+        versions = tmp_path / name / "versions"
+        versions.mkdir(parents=True)
+        down = None
+        revisions = shared + [f"{name}{rng.randrange(10 ** 6)}" for _ in range(rng.randint(0, 2))]
+        for i, rid in enumerate(revisions):
+            body = f'op.create_table("{name}_{i}", sa.Column("id", sa.Integer, primary_key=True))'
+            if i:
+                body += "\n" + rng.choice(OPS).format(t=f"{name}_0", n=f"{name}{i}")
+            (versions / f"{i}_{rid}.py").write_text(script(body, revision=rid, down=down,
+                                                          labels=("expand",) if down is None else None))
+            down = rid
+        trees.append(versions)
+    url = db_url.render_as_string(hide_password=False)
+    files = sum(len(list(t.glob("*.py"))) for t in trees)
+    run = run_lint("--format", "json", "--phase", "expand", "--replay", "--url", url, *trees)
+    assert run.json["files"] == files and not run.findings("MP000"), (SEED, backend, run.json)
+    if backend == "sqlite":
+        alone_args = ["--replay"]
+    else:
+        alone_args = ["--scratch-server", server_for(backend).url.render_as_string(hide_password=False)]
+    alone = [run_lint("--format", "json", "--phase", "expand", *alone_args, tree).json for tree in trees]
+    def key(f):
+        return (f["path"], f["line"], f["code"], f["message"])
+    assert sorted(map(key, run.json["findings"])) == sorted(key(f) for r in alone for f in r["findings"]), SEED
+    assert db_url.password is None or db_url.password not in run.out, SEED

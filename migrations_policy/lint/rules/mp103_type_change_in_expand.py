@@ -9,7 +9,8 @@ column, and PostgreSQL widens in the catalog only (no rewrite, indexes kept); Ma
 do it INPLACE unless the column's values may be 128-255 bytes long and the new maximum
 passes 255 bytes (the stored length then needs a second byte: ``ALGORITHM=COPY``; with
 no character set named on the type, latin1, utf8mb3 and utf8mb4 must all stay inside).
-Raw SQL states no old length: always flagged.
+``VARCHAR`` -> ``TEXT`` (``type_=sa.Text()``) likewise: binary-coercible on PostgreSQL
+(catalog only), a copy on MariaDB/MySQL.  Raw SQL states no old length: always flagged.
 
 ## Why is this bad
 - **PostgreSQL**: ``ACCESS EXCLUSIVE``; most changes (shrinking, ``int`` -> ``bigint``)
@@ -43,7 +44,8 @@ class TypeChangeInExpand(Rule):
         if op.kind in m.TYPE_CHANGES and not op.new_table:
             return f"{op.describe()} in an expand script"
         if op.kind == m.WIDEN_VARCHAR and not op.new_table and verdict.effect.rewrite:
-            return (f"{op.describe()} to varchar({op.length_to}) in an expand script copies the table on "
+            return (f"{op.describe()} to {f'varchar({op.length_to})' if op.length_to else 'text'} in an expand script "
+                    "copies the table on "
                     f"{verdict.dialect}")
         return None
 
