@@ -31,8 +31,6 @@ from migrations_policy.plan.words import happens_on, statement_words
 
 __all__ = ["plan", "PlanResult", "EXIT_OK", "EXIT_TOO_LONG"]
 
-#: Kinds whose scan builds an index (read and sort); other scans only read.
-_INDEX_BUILDS = frozenset({m.CREATE_INDEX, m.ADD_UNIQUE, m.ADD_PK})
 #: The size of a table created earlier in the plan: empty.
 _NEW = TableSize(exists=True, rows=0, bytes=0)
 
@@ -125,8 +123,7 @@ def _plan_statement(conn, operation: m.Operation, line: int, dialect: str, conte
         sql=operation.text if operation.source == "sql" else "")
     if not statement.blocking:
         return statement
-    statement.work = (rates.REWRITE if effect.rewrite else
-                      rates.INDEX if operation.kind in _INDEX_BUILDS else rates.SCAN if effect.scan else None)
+    statement.work = rates.work_of(operation.kind, effect, dialect)
     if statement.work is None:  # blocking, but for a catalog change only (TRUNCATE, inline UNIQUE ...)
         return statement
     _estimate(conn, statement, dialect, measured)

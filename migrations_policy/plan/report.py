@@ -28,7 +28,8 @@ class PlannedStatement:
     note: str = ""
     fails: str = ""
     sql: str = ""
-    #: The work the estimate is for ("scan", "index build", "rewrite"), None when the lock is brief.
+    #: The work the estimate is for (``plan.rate.work_of``: "scan", "foreign key check", "index build",
+    #: "rewrite", "rewrite computing each row", "rebuild in place"), None when the lock is brief.
     work: str | None = None
     #: Estimated seconds the blocking lock is held (0.0 brief; None: cannot be estimated, and why).
     seconds: float | None = 0.0

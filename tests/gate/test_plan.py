@@ -45,7 +45,7 @@ EXPECTED = {
         "add column books.note": ("brief", False, False, False, None),
         "create index ix_books_title on books": ("brief", False, False, False, None),  # INPLACE, LOCK=NONE
         "alter type books.title": ("ALGORITHM=COPY", True, False, True, "rewrite"),
-        "set not null loans.who": ("ALGORITHM=INPLACE", True, False, True, "rewrite"),
+        "set not null loans.who": ("ALGORITHM=INPLACE", True, False, True, "rebuild in place"),
     },
     "sqlite": {
         "add column books.note": ("brief", False, False, False, None),
@@ -267,3 +267,88 @@ def test_the_plan_speaks_the_operators_words(tmp_path, db_url, backend, seed, ca
         assert ("batch recreate" in text) == (backend == "sqlite" and PORTABLE[0] in parts), text
     finally:
         proj.engine.dispose()
+
+
+#: Statements on ``loans`` (one table: one measured read rate for all, so their estimates differ only by
+#: the work each does), per dialect: operation -> (body, the work the plan must name; None: no blocking work).
+ON_LOANS = {
+    "postgresql": {
+        "add column loans.note": ('op.add_column("loans", sa.Column("note", sa.Integer(), server_default="0"))', None),
+        "set not null loans.who": ('op.alter_column("loans", "who", nullable=False, existing_type=sa.String(40))',
+                                   "scan"),
+        "add fk fk_loans_book on loans": (
+            'op.create_foreign_key("fk_loans_book", "loans", "books", ["book_id"], ["id"])', "foreign key check"),
+        "create index ix_loans_who on loans": ('op.create_index("ix_loans_who", "loans", ["who"])', "index build"),
+        "alter type loans.who": ('op.alter_column("loans", "who", type_=sa.String(20), existing_type=sa.String(40))',
+                                 "rewrite"),
+        "add column loans.token": ('op.add_column("loans", sa.Column("token", sa.Uuid(), '
+                                   'server_default=sa.text("gen_random_uuid()")))', "rewrite computing each row"),
+    },
+    "mysql": {
+        "add column loans.note": ('op.add_column("loans", sa.Column("note", sa.Integer(), server_default="0"))', None),
+        "create index ix_loans_who on loans": ('op.create_index("ix_loans_who", "loans", ["who"])', None),
+        "set not null loans.who": ('op.alter_column("loans", "who", nullable=False, existing_type=sa.String(40))',
+                                   "rebuild in place"),
+        "alter type loans.who": ('op.alter_column("loans", "who", type_=sa.String(20), existing_type=sa.String(40))',
+                                 "rewrite"),
+        "add fk fk_loans_book on loans": (
+            'op.create_foreign_key("fk_loans_book", "loans", "books", ["book_id"], ["id"])', "foreign key check"),
+    },
+}
+#: The order of the work per row, cheapest first: what the benchmark (benchmarks/plan.py) measured on
+#: every size and load; the plan's estimates on one table must keep it.
+WORK_ORDER = {"postgresql": ["scan", "foreign key check", "index build", "rewrite", "rewrite computing each row"],
+              "mysql": ["rebuild in place", "rewrite", "foreign key check"]}
+
+
+@pytest.mark.parametrize("backend", ["postgresql", "mysql"], indirect=True)
+@pytest.mark.parametrize("seed", [random.Random().randrange(1 << 30) for _ in range(2)])
+def test_estimates_follow_the_work_each_statement_does(tmp_path, db_url, backend, seed, capsys):
+    """A generated selection of statements on one table, in a generated order: an INSTANT / brief change is
+    no rewrite and takes 0; every other names the work it does, and on one table (one measured rate) the
+    estimates keep the measured order of those works: a MariaDB INPLACE rebuild is not a COPY, a foreign
+    key's validation is not a plain scan."""
+    with capsys.disabled():
+        print(f"seed={seed}")
+    rng = random.Random(seed)
+    chosen = rng.sample(sorted(ON_LOANS[backend]), rng.randrange(3, len(ON_LOANS[backend]) + 1))
+    if not any(ON_LOANS[backend][c][1] for c in chosen):
+        chosen.append("set not null loans.who")
+    proj = ExpandProject(tmp_path, db_url, "\n".join(ON_LOANS[backend][c][0] for c in chosen))
+    try:
+        assert proj.alembic("upgrade", "r1_release1").returncode == 0
+        _seed(proj.engine, backend, rng)
+        code, out = _plan(proj, capsys)
+        assert code == 0, out
+        statements = _statements(out)
+        assert set(statements) == set(chosen), statements
+        for name in chosen:
+            s, work = statements[name], ON_LOANS[backend][name][1]
+            assert s["work"] == work, s
+            if work is None:
+                assert s["estimated_seconds"] == 0 and not s["rewrite"], s
+            else:
+                assert s["estimated_seconds"] > 0, s
+        order = WORK_ORDER[backend]
+        timed = sorted((order.index(statements[n]["work"]), statements[n]["estimated_seconds"], n)
+                       for n in chosen if statements[n]["work"])
+        for (rank_a, seconds_a, a), (rank_b, seconds_b, b) in zip(timed, timed[1:]):
+            assert rank_a == rank_b or seconds_a < seconds_b, (a, seconds_a, b, seconds_b)
+    finally:
+        proj.engine.dispose()
+
+
+@pytest.mark.parametrize("seed", [random.Random().randrange(1 << 30) for _ in range(3)])
+def test_an_estimate_grows_with_the_rows(seed):
+    """For every dialect and work: more rows at the same measured rate, a longer estimate; none, none."""
+    from migrations_policy.plan import rate as rates
+
+    print(f"seed={seed}")
+    rng = random.Random(seed)
+    for dialect, factors in rates.WORK_FACTORS.items():
+        sample = rates.ReadRate("t", rng.randrange(1_000, 2_000_000), rng.uniform(0.001, 2.0))
+        sizes = sorted(rng.sample(range(1, 100_000_000), 6))
+        for work in factors:
+            assert rates.seconds_for(0, sample, work, dialect) == 0
+            estimates = [rates.seconds_for(n, sample, work, dialect) for n in sizes]
+            assert all(a < b for a, b in zip(estimates, estimates[1:])), (dialect, work, sizes, estimates)
