@@ -260,10 +260,15 @@ def pending_migrations(connection: Connection, registry: Iterable[DataMigration]
     first, and the list ends at the first with rows remaining; the others are not
     probed (proving a migration complete is the one probe that reads its whole table).
 
-    A completion proven since the last write to what the predicate reads is not probed again
-    (``completion``).  *remember*: install the mark triggers where missing and record the
-    completions this call proves (in transactions of their own, on other connections: never in
-    the caller's, which may be a migration's); the gate only reads them.
+    *remember* (``status`` and ``check``, which report): a completion proven since the last
+    write to what the predicate reads is not probed again (``completion``); the mark triggers
+    are installed where missing and the completions this call proves recorded (in transactions
+    of their own, on other connections: never in the caller's, which may be a migration's).
+    Without it (the gate of an upgrade, the drop guard, the next release's expand: every
+    judgement that lets a statement destroy or strand data) no proof is read: the proofs and
+    marks live in tables any user who may write the database can write (an application user
+    deleting its marks, or writing a proof row whose fingerprint it computes), so what lets
+    data go is recounted live, like the ledger, which is never a proof either.
     """
     registry = list(registry)
     if remember and not exact:  # before any probe reads a table (MariaDB: its metadata lock)
@@ -293,14 +298,17 @@ def _pending_migrations(connection: Connection, registry: Iterable[DataMigration
         if exact:
             found.append(PendingMigration(migration.name, count_pending(connection, migration), state))
             continue
-        if snap is None:
-            snap = completion.snapshot(connection, inspector)  # once, before the first probe
-        proof = completion.read(connection, migration, inspector, snap)
-        if proof.valid:
+        if not remember:  # a judgement that lets data go: recounted live, never remembered
+            proof = None
+        else:
+            if snap is None:
+                snap = completion.snapshot(connection, inspector)  # once, before the first probe
+            proof = completion.read(connection, migration, inspector, snap)
+        if proof is not None and proof.valid:
             found.append(PendingMigration(migration.name, 0, state))
         elif not has_pending(connection, migration, row.get("last_key"), inspector):
             found.append(PendingMigration(migration.name, 0, state))
-            if remember:
+            if proof is not None:
                 completion.remember(connection.engine, migration, proof)
         else:
             guess = estimate(connection, migration)

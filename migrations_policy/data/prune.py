@@ -157,13 +157,28 @@ def as_migration(prune: Prune, connection: Connection) -> tuple[DataMigration, C
                                     "rolled back; rerun dbsync prune")
 
     def _delete(conn: Connection, batch: Batch) -> int:
-        if shadow is None:  # one statement decides which rows go
+        if shadow is None and conn.dialect.name != "postgresql":  # one statement decides which rows go
             return conn.execute(sa.delete(prune.table).where(batch.where)).rowcount
-        # The rows that go are locked first: a writer that soft-deletes or restores one between its
-        # copy and its delete would leave it deleted uncopied, or copied and kept.  A row that
-        # becomes prunable after the lock stays for a later batch.  (SQLite: the batch holds the
-        # database's write lock already; FOR UPDATE is not rendered there.)
-        going = conn.execute(sa.select(key).where(batch.where).with_for_update()).scalars().all()
+        # The rows that go are locked first, then judged again (the prunable condition and every
+        # NOT EXISTS of a referencing row) in a statement that starts once the locks are held:
+        # * PostgreSQL reads a statement's snapshot as it starts.  A DELETE whose NOT EXISTS ran in a
+        #   snapshot older than a child's insert that it then waited for (the insert's key-share lock
+        #   on the parent) deleted the parent anyway, and the key's ON DELETE action removed or nulled
+        #   the committed child.  Once the rows are locked, a new child of one must wait for this
+        #   batch, so the judgement made after the lock stays true until it commits.  (InnoDB: the
+        #   DELETE's subquery is a locking read of the latest committed rows already.)
+        # * a writer that soft-deletes or restores a row between its copy to the shadow table and its
+        #   delete would leave it deleted uncopied, or copied and kept.
+        # A row that becomes prunable after the lock stays for a later batch.  (SQLite: the batch
+        # holds the database's write lock already; FOR UPDATE is not rendered there.)
+        locked = conn.execute(sa.select(key).where(batch.where).with_for_update()).scalars().all()
+        going = []
+        for start in range(0, len(locked), _KEYS_PER_STATEMENT):
+            chunk = locked[start:start + _KEYS_PER_STATEMENT]
+            going += conn.execute(sa.select(key).where(key.in_(chunk), batch.where)).scalars().all()
+        if shadow is None:
+            return sum(conn.execute(sa.delete(prune.table).where(key.in_(going[start:start + _KEYS_PER_STATEMENT])))
+                       .rowcount for start in range(0, len(going), _KEYS_PER_STATEMENT))
         deleted = 0
         for start in range(0, len(going), _KEYS_PER_STATEMENT):
             chunk = going[start:start + _KEYS_PER_STATEMENT]

@@ -53,7 +53,7 @@ import hashlib
 import logging
 import re
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import sqlalchemy as sa
 from alembic.runtime.migration import RevisionStep
@@ -131,6 +131,31 @@ def added_by_description(description: str) -> set[tuple[str, str | None]]:
     (``add column nodes.version``): what an interrupted run applied, without its script."""
     return {(match.group("table").split(".")[-1].lower(), match.group("column").lower())
             for match in _ADDED.finditer(description or "")}
+
+
+_DROPPED = re.compile(r"(?:^|; )drop (?:column (?P<table>[^\s.;]+(?:\.[^\s.;]+)?)\.(?P<column>[^\s.;]+)"
+                      r"|table (?P<whole>[^\s;]+))(?=;|$)")
+
+
+def dropped_by_its_run(connection: Connection, revisions: Iterable[str]) -> set[tuple[str, str | None]]:
+    """``(table, column)`` (column None: the table) that the ``upgrade()`` statements of an
+    interrupted run of *revisions* dropped or were dropping (done, or running when the run stopped:
+    on MariaDB a DDL commits before the journal can say so), from the journal's descriptions.  The
+    caller asks only about what is missing from the database, so a running statement that did not
+    get to apply changes nothing."""
+    found: set[tuple[str, str | None]] = set()
+    wanted = set(revisions)
+    for revision, entries in read_entries(connection).items():
+        if revision not in wanted:
+            continue
+        for ordinal, entry in entries.items():
+            if ordinal > 0 and entry.state in (DONE, RUNNING):
+                for match in _DROPPED.finditer(entry.description or ""):
+                    if match.group("whole"):
+                        found.add((match.group("whole").split(".")[-1].lower(), None))
+                    else:
+                        found.add((match.group("table").split(".")[-1].lower(), match.group("column").lower()))
+    return found
 
 
 def _applied_already(exc: BaseException) -> bool:

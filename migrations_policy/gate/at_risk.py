@@ -216,11 +216,63 @@ class _Judge:
                 self.busy = busy
 
 
+class DriverDropRefused(CommandError):
+    """SQLite: a downgrade statement sent to the DB-API driver directly drops a table or column; the
+    database reports it while preparing the statement, when nothing can be counted: refused."""
+
+    exit_code = EXIT_REFUSED
+
+    def __init__(self, revision: str, gone: list[Target]):
+        what = ", ".join(f"{t}.{c}" if c else f"table {t}" for t, c in gone)
+        super().__init__(f"downgrade refused: revision {revision} drops {what} through the database driver "
+                         "directly, where the rows it would lose cannot be counted; drop it with an alembic "
+                         "operation or op.execute (judged), or rerun with --force --reason '...' (dbsync "
+                         "rollback) or -x migrations_policy_force=REASON (alembic downgrade)")
+
+
+class _DriverWatch:
+    """``raw_paths.Watch`` for a downgrade: a statement sent to the driver directly (a DB-API cursor,
+    psycopg's ``execute``, PyMySQL's ``query``) is judged by the same :class:`_Judge`, under the same
+    lock, before the driver sends it; SQLAlchemy's own statements were judged already (``passing``).
+    SQLite reports drops from inside the statement's preparation, where no query may run: there a
+    drop of a table or column is refused unless the run is forced (fail closed)."""
+
+    def __init__(self, judge: _Judge):
+        self.judge = judge
+        self.sqlalchemy_depth = 0
+        self.refused: list[Target] = []
+
+    def passing(self) -> bool:
+        return self.judge.busy or self.sqlalchemy_depth > 0
+
+    def judge_statement(self, statement: str) -> None:
+        self.judge.before(statement)
+
+    def after_statement(self) -> None:
+        if not self.judge.busy:
+            self.judge.release()
+
+    def judge_gone(self, gone: list[Target]) -> bool:
+        if self.judge.forced is not None:
+            return False
+        self.refused.extend(gone)
+        return True
+
+    def refusal(self) -> DriverDropRefused | None:
+        return DriverDropRefused(self.judge.revision, list(dict.fromkeys(self.refused))) if self.refused else None
+
+
 @contextlib.contextmanager
 def judging(connection: Connection, registry: Any, revision: str, forced: str | None) -> Iterator[_Judge]:
     """While the block runs *revision*'s ``downgrade()``: each statement that destroys rows is judged
-    by :func:`count` under its table's lock, as it is about to run (see the module doc)."""
+    by :func:`count` under its table's lock, as it is about to run (see the module doc), whether
+    SQLAlchemy sends it or the script hands it to the DB-API driver (``raw_paths``).  A driver drop
+    SQLite refused raises :class:`DriverDropRefused` when the block ends, even if the script
+    swallowed the driver's error."""
+    from migrations_policy.gate import raw_paths
+
     judge = _Judge(connection, registry, revision, forced)
+    watch = _DriverWatch(judge)
 
     def before_cursor_execute(conn, cursor, statement, parameters, context, executemany):
         if isinstance(statement, str):
@@ -238,7 +290,17 @@ def judging(connection: Connection, registry: Any, revision: str, forced: str | 
     event.listen(connection, "after_cursor_execute", after_cursor_execute)
     event.listen(connection.engine, "handle_error", handle_error)
     try:
-        yield judge
+        try:
+            with raw_paths.installed(connection, watch):
+                yield judge
+        except Exception as exc:
+            refusal = watch.refusal()
+            if refusal is not None and not isinstance(exc, (RowsAtRisk, DriverDropRefused)):
+                raise refusal from None
+            raise
+        refusal = watch.refusal()
+        if refusal is not None:
+            raise refusal
     finally:
         event.remove(connection, "before_cursor_execute", before_cursor_execute)
         event.remove(connection, "after_cursor_execute", after_cursor_execute)

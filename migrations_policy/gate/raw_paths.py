@@ -102,6 +102,14 @@ def _driver_hook(connection: Connection, watch: Watch) -> contextlib.AbstractCon
     return contextlib.nullcontext()  # another driver: the check after upgrade() alone
 
 
+def _after(watch: Watch) -> None:
+    """A judged driver statement has run (or failed): a watch that holds a lock for the statement's
+    length (a downgrade's ``LOCK TABLES`` on MariaDB) releases it now."""
+    after = getattr(watch, "after_statement", None)
+    if after is not None:
+        after()
+
+
 def statement_text(query: Any, context: Any = None) -> str:
     """The SQL text of what a driver was asked to run: str, bytes, or psycopg's ``sql.Composable``."""
     if isinstance(query, str):
@@ -142,17 +150,27 @@ def _psycopg_cursor_factory(driver: Any, watch: Watch) -> Iterator[None]:
     original = driver.cursor_factory
 
     class JudgedCursor(original):  # type: ignore[misc, valid-type]
-        def _judge(self, query: Any) -> None:
-            if not watch.passing():
-                watch.judge_statement(statement_text(query, self))
+        def _judge(self, query: Any) -> bool:
+            if watch.passing():
+                return False
+            watch.judge_statement(statement_text(query, self))
+            return True
 
         def execute(self, query: Any, *args: Any, **kwargs: Any) -> Any:
-            self._judge(query)
-            return super().execute(query, *args, **kwargs)
+            judged = self._judge(query)
+            try:
+                return super().execute(query, *args, **kwargs)
+            finally:
+                if judged:
+                    _after(watch)
 
         def executemany(self, query: Any, *args: Any, **kwargs: Any) -> Any:
-            self._judge(query)
-            return super().executemany(query, *args, **kwargs)
+            judged = self._judge(query)
+            try:
+                return super().executemany(query, *args, **kwargs)
+            finally:
+                if judged:
+                    _after(watch)
 
         def stream(self, query: Any, *args: Any, **kwargs: Any) -> Any:
             self._judge(query)
@@ -172,9 +190,13 @@ def _pymysql_query(driver: Any, watch: Watch) -> Iterator[None]:
     send = driver.query
 
     def query(sql: Any, unbuffered: bool = False) -> Any:
-        if not watch.passing():
-            watch.judge_statement(statement_text(sql))
-        return send(sql, unbuffered)
+        if watch.passing():
+            return send(sql, unbuffered)
+        watch.judge_statement(statement_text(sql))
+        try:
+            return send(sql, unbuffered)
+        finally:
+            _after(watch)
 
     driver.query = query
     try:

@@ -197,6 +197,7 @@ def _guard(context: Any, original: Callable) -> Callable:
                 and not (not heads and gate.schema_is_empty(connection, migration_context.version_table)):
             _watch_drops(context, connection, steps, registry, context.config.attributes[JUDGED_ATTRIBUTE])
         _keep_sync_triggers(connection, steps)
+        sql_mode.keep_strict(connection, steps)  # MariaDB: strict again before every statement that stores
         if reverting:
             downgrades.judge_each_statement(connection, reverting, registry, force_reason(context),
                                             context.config.attributes.get(COMMAND_ATTRIBUTE) or "downgrade")

@@ -395,7 +395,25 @@ def unfinished(connection: Connection, registry: Any, required: dict[str, list[s
         elif migration is None:
             found.append(PendingMigration(name, None, NOT_DECLARED, required_by,
                                           declared_in=declaring_module(registry, name, script_dir)))
+        elif migration.remaining is None and _gone_with_its_contract(connection, registry[name], required_by):
+            continue
         elif migration.remaining is None or migration.remaining > 0:
             found.append(PendingMigration(name, migration.remaining, migration.state, required_by,
                                           migration.estimated))
     return found
+
+
+def _gone_with_its_contract(connection: Connection, migration: Any, required_by: list[str]) -> bool:
+    """The migration's columns are missing because the requiring revision's own interrupted run
+    dropped them (MariaDB/MySQL: each DDL commits on its own; the journal lists the statements done):
+    the gate let that run start only once the migration was complete, so resuming it is not refused
+    for the columns it already took away (the same principle as an interrupted expand's own new
+    columns, ``data.versions``).  A table or column missing for any other reason still refuses."""
+    from migrations_policy.data.pending import absent
+    from migrations_policy.expand import journal
+
+    missing = {(table.lower(), column.lower() if column else None) for table, column in absent(connection, migration)}
+    if not missing:
+        return False
+    dropped = journal.dropped_by_its_run(connection, required_by)
+    return all(item in dropped or (item[0], None) in dropped for item in missing)
