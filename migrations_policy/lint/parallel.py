@@ -77,6 +77,17 @@ def _env() -> dict[str, str]:
     return env
 
 
+def worker_job(tasks: list[tuple[int, Path, str]], options: Options, workers: int, extra: dict | None = None) -> dict:
+    """The job a worker reads from its stdin (marshal): the options, *workers* and the ``(index, path, phase)``
+    *tasks*, completed by *extra*."""
+    return {"dialects": list(options.dialects), "postgresql_version": options.postgresql_version,
+            "timeout": float(options.timeout), "url": options.url, "workers": workers,
+            "memory_limit": options.memory_limit, "alembic_ini": [options.alembic_ini, options.alembic_ini_sha],
+            "plugins": [list(options.plugins.configured), list(options.plugins.found), list(options.plugins.paths),
+                        options.plugins.source],
+            "tasks": [(index, str(path), phase) for index, path, phase in tasks], **(extra or {})}
+
+
 def _run_worker(tasks: list[tuple[int, Path, str]], options: Options, workers: int,
                 on_done, module: str = "migrations_policy.lint.worker", extra: dict | None = None,
                 partial: bool = True) -> tuple[set[int], str]:
@@ -87,12 +98,7 @@ def _run_worker(tasks: list[tuple[int, Path, str]], options: Options, workers: i
     a worker that ended early are passed on only when *partial*.  A worker whose channel carried frames it did
     not send (a script wrote into it): ``MP000`` for every script started in it, none of its verdicts passed on.
     """
-    job = {"dialects": list(options.dialects), "postgresql_version": options.postgresql_version,
-           "timeout": float(options.timeout), "url": options.url, "workers": workers,
-           "memory_limit": options.memory_limit, "alembic_ini": [options.alembic_ini, options.alembic_ini_sha],
-           "plugins": [list(options.plugins.configured), list(options.plugins.found), list(options.plugins.paths),
-                       options.plugins.source],
-           "tasks": [(index, str(path), phase) for index, path, phase in tasks], **(extra or {})}
+    job = worker_job(tasks, options, workers, extra)
     silence = options.timeout + GRACE if options.timeout > 0 else None
     ledger = Ledger({index: printable_path(str(path)) for index, path, _ in tasks})
     plugins = options.plugins.configured + options.plugins.found
