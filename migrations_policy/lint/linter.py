@@ -279,21 +279,29 @@ def run(
     missing = [(path, file_phase) for path, file_phase, _, hits in planned if hits is None]
     report = LintReport(files=len(selection.files), paths=[printable_path(str(path)) for path in selection.files],
                         baseline=selection.baseline, excluded=selection.excluded)  # paths printable as Finding.path
+    spawned = None
+    if missing and replay is None:  # the worker imports and analyses while this process does the rest below
+        from migrations_policy.lint.parallel import analyse_all, spawn
+
+        spawned = spawn(missing, options, jobs)
+    try:
+        disagreements = _phase_disagreements(files, resolver)
+        sync_trigger_hits = _sync_trigger_hits(files, resolver, options.dialects)
+    except BaseException:
+        if spawned is not None:
+            spawned.cancel()
+        raise
     if missing:
         if replay is not None:
             analysis = _replay_all(files, missing, resolver, options, replay,
                                    lambda path: phase or (phases or {}).get(path) or resolver.phase(path))
         else:
-            from migrations_policy.lint.parallel import analyse_all
-
-            analysis = analyse_all(missing, options, jobs)
+            analysis = analyse_all(missing, options, jobs, spawned=spawned)
         analysed = iter(enumerate(analysis.hits))
         for index, (message, trace) in sorted(analysis.internal.items()):
             report.internal.append((str(missing[index][0]), message, trace))
     overrides = settings.severity
     append = report.findings.append
-    disagreements = _phase_disagreements(files, resolver)
-    sync_trigger_hits = _sync_trigger_hits(files, resolver, options.dialects)
     for path, file_phase, key, hits in planned:
         if hits is None:
             index, hits = next(analysed)
