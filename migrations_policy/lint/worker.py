@@ -91,9 +91,7 @@ def _prepare(options, sample: bool = True) -> None:
             _libc()
         except (OSError, AttributeError):
             pass
-        import alembic.context  # noqa: F401
-        import alembic.op  # noqa: F401
-
+        _import_alembic()
         from migrations_policy.policy.sql_lexer import _plain_word
         from migrations_policy.lint import astscan, engine, fakes, recorder, rules  # noqa: F401
 
@@ -110,6 +108,24 @@ def _prepare(options, sample: bool = True) -> None:
     finally:
         gc.enable()
     gc.freeze()  # the children's collections neither scan nor copy what is shared
+
+
+def _import_alembic() -> None:
+    """``alembic.context`` and ``alembic.op``, without the syntax highlighter mako's error pages would use.
+
+    alembic imports ``mako.exceptions``, which imports pygments' lexers when pygments is installed (~0.06-0.1
+    CPU-s, a third of that import): pygments is hidden while alembic is imported (mako then escapes its HTML
+    error pages without colours, which the linter never renders) and visible again afterwards, so a script that
+    imports pygments imports it as usual.  Nothing is hidden when something imported it already."""
+    hide = "pygments" not in sys.modules
+    if hide:
+        sys.modules["pygments"] = None  # type: ignore[assignment] - ``import pygments`` raises ImportError
+    try:
+        import alembic.context  # noqa: F401
+        import alembic.op  # noqa: F401
+    finally:
+        if hide and sys.modules.get("pygments", 0) is None:
+            del sys.modules["pygments"]
 
 
 _CHILDREN_READY: list = []

@@ -27,16 +27,22 @@ ORM_USER = ('"""uses sa.orm"""\nfrom alembic import op\nimport sqlalchemy as sa\
 GATE_USER = ('"""requires a data migration"""\nfrom alembic import op\nimport sqlalchemy as sa\n\nrevision = {rid!r}\n'
              'down_revision = {down!r}\nbranch_labels = {labels!r}\n\n\ndef upgrade():\n'
              '    op.require_data_migrations("m_{rid}")\n    op.drop_column("users", "g_{rid}")\n')
+#: Not plain: imports pygments (hidden from mako while the worker imports alembic, visible to scripts).
+PYGMENTS_USER = ('"""imports pygments"""\nimport pygments.lexers\nfrom alembic import op\nimport sqlalchemy as sa\n\n'
+                 'revision = {rid!r}\ndown_revision = {down!r}\nbranch_labels = {labels!r}\n\n\ndef upgrade():\n'
+                 '    assert pygments.lexers.get_lexer_by_name("sql")\n    op.drop_column("users", "p_{rid}")\n')
 #: In the worker process, after it served *job*: was sqlalchemy.orm imported?
 SERVE = ("import marshal, sys\nfrom migrations_policy.lint import worker\n"
          "worker.serve(marshal.loads(sys.stdin.buffer.read()))\nsys.stdout.flush()\n"
-         "print('sqlalchemy.orm' in sys.modules, file=sys.stderr)\n")
+         "print('sqlalchemy.orm' in sys.modules, file=sys.stderr)\n"
+         "print(repr(sys.modules.get('pygments', 'absent')), file=sys.stderr)\n")
 
 
 def _text(rng: random.Random, kind: str, rid: str, down, labels) -> str:
     if kind == "plain":
         return _script(rng, rid, down, labels)
-    return (ORM_USER if kind == "orm" else GATE_USER).format(rid=rid, down=down, labels=labels)
+    return {"orm": ORM_USER, "gate": GATE_USER, "pygments": PYGMENTS_USER}[kind].format(rid=rid, down=down,
+                                                                                       labels=labels)
 
 
 def _lint(cwd: Path, files: list[Path]) -> dict:
@@ -57,7 +63,7 @@ def test_one_or_two_scripts_get_the_verdicts_of_a_large_job(tmp_path):
     for round_ in range(3):
         directory = tmp_path / f"round{round_}"
         directory.mkdir()
-        kinds = [rng.choice(["plain", "plain", "orm", "gate"]) for _ in range(rng.choice([1, 2]))]
+        kinds = [rng.choice(["plain", "plain", "orm", "gate", "pygments"]) for _ in range(rng.choice([1, 2]))]
         fillers = ["plain"] * 3
         files, down = [], None
         for i, kind in enumerate(kinds + fillers):
@@ -83,7 +89,7 @@ def test_a_worker_of_plain_scripts_only_never_imports_the_orm(tmp_path):
 
     rng = random.Random(SEED)
     for round_ in range(3):
-        kinds = [rng.choice(["plain", "orm", "gate"]) for _ in range(rng.choice([1, 2]))]
+        kinds = [rng.choice(["plain", "orm", "gate", "pygments"]) for _ in range(rng.choice([1, 2]))]
         if round_ == 0:
             kinds = ["plain"] * len(kinds)
         tasks, down = [], None
@@ -99,5 +105,8 @@ def test_a_worker_of_plain_scripts_only_never_imports_the_orm(tmp_path):
         proc = subprocess.run([sys.executable, "-c", SERVE], input=marshal.dumps(job), cwd=tmp_path,
                               env={**os.environ, "PYTHONPATH": ROOT}, capture_output=True, timeout=600)
         assert proc.returncode == 0, (SEED, proc.stderr[-2000:])
-        imported = proc.stderr.decode().strip().splitlines()[-1]
+        imported, hidden = proc.stderr.decode().strip().splitlines()[-2:]
         assert imported == str(any(kind != "plain" for kind in kinds)), (SEED, kinds, proc.stderr[-2000:])
+        # mako's highlighter is not imported with alembic; pygments is never left hidden (None) from the scripts
+        # (one that imports it has it pre-imported by the worker, as any installed package it imports)
+        assert hidden != "None" and (hidden == "'absent'") == ("pygments" not in kinds), (SEED, kinds, hidden)
