@@ -279,29 +279,14 @@ def run(
     missing = [(path, file_phase) for path, file_phase, _, hits in planned if hits is None]
     report = LintReport(files=len(selection.files), paths=[printable_path(str(path)) for path in selection.files],
                         baseline=selection.baseline, excluded=selection.excluded)  # paths printable as Finding.path
-    if missing:
-        if replay is not None:
-            analysis = _replay_all(files, missing, resolver, options, replay,
-                                   lambda path: phase or (phases or {}).get(path) or resolver.phase(path))
-        else:
-            from migrations_policy.lint.parallel import analyse_all
+    spawned = None
+    if missing and replay is None:  # the worker imports and analyses while this process does the rest below
+        from migrations_policy.lint.parallel import analyse_all, spawn
 
-            analysis = analyse_all(missing, options, jobs)
-        analysed = iter(enumerate(analysis.hits))
-        for index, (message, trace) in sorted(analysis.internal.items()):
-            report.internal.append((str(missing[index][0]), message, trace))
+        spawned = spawn(missing, options, jobs)
     overrides = settings.severity
-    append = report.findings.append
-    disagreements = _phase_disagreements(files, resolver)
-    sync_trigger_hits = _sync_trigger_hits(files, resolver, options.dialects)
-    for path, file_phase, key, hits in planned:
-        if hits is None:
-            index, hits = next(analysed)
-            if index in analysis.internal:
-                hits = [[1, "MP000", f"internal error of the linter while analysing this script: "
-                         f"{analysis.internal[index][0]} (please report it; --debug prints the traceback)", "", "error"]]
-            elif key and (index in analysis.judged or not any(hit[1] == "MP000" for hit in hits)):
-                cache.put(key, hits, analysis.modules.get(index, ()))
+
+    def findings(path: Path, file_phase: str, hits: list) -> list[Finding]:
         name = str(path)
         if path in unreadable:
             hits = [[1, "MP000", UNREADABLE_HEADER, "", "error"]]  # fails closed: never a silent skip
@@ -310,9 +295,41 @@ def run(
         if path in sync_trigger_hits:
             hits = [*sync_trigger_hits[path], *hits]
         dropped = selection.ignored.get(path, ())
+        found = []
         for line, code, message, dialect, default in hits:
             severity = default if code == "MP000" else overrides.get(code, default)
             if severity != "off" and not (dropped and code != "MP000" and code.startswith(dropped)):
-                append(Finding(name, line, code, severity, message, file_phase, dialect))
+                found.append(Finding(name, line, code, severity, message, file_phase, dialect))
+        return found
+
+    try:  # what needs no analysis, while the worker runs: the cached files' findings too
+        disagreements = _phase_disagreements(files, resolver)
+        sync_trigger_hits = _sync_trigger_hits(files, resolver, options.dialects)
+        per_file = [None if hits is None else findings(path, file_phase, hits)
+                    for path, file_phase, _, hits in planned]
+        if missing:
+            if replay is not None:
+                analysis = _replay_all(files, missing, resolver, options, replay,
+                                       lambda path: phase or (phases or {}).get(path) or resolver.phase(path))
+            else:
+                analysis = analyse_all(missing, options, jobs, spawned)
+    except BaseException:
+        if spawned is not None:  # (a no-op once analyse_all has read it)
+            spawned.cancel()
+        raise
+    if missing:
+        analysed = iter(enumerate(analysis.hits))
+        for index, (message, trace) in sorted(analysis.internal.items()):
+            report.internal.append((str(missing[index][0]), message, trace))
+    for position, (path, file_phase, key, hits) in enumerate(planned):
+        if hits is None:
+            index, hits = next(analysed)
+            if index in analysis.internal:
+                hits = [[1, "MP000", f"internal error of the linter while analysing this script: "
+                         f"{analysis.internal[index][0]} (please report it; --debug prints the traceback)", "", "error"]]
+            elif key and (index in analysis.judged or not any(hit[1] == "MP000" for hit in hits)):
+                cache.put(key, hits, analysis.modules.get(index, ()))
+            per_file[position] = findings(path, file_phase, hits)
+        report.findings.extend(per_file[position])
     cache.save()
     return report

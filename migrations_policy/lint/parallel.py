@@ -77,9 +77,57 @@ def _env() -> dict[str, str]:
     return env
 
 
+def worker_job(tasks: list[tuple[int, Path, str]], options: Options, workers: int, extra: dict | None = None) -> dict:
+    """The job a worker reads from its stdin (marshal): the options, *workers* and the ``(index, path, phase)``
+    *tasks*, completed by *extra*."""
+    return {"dialects": list(options.dialects), "postgresql_version": options.postgresql_version,
+            "timeout": float(options.timeout), "url": options.url, "workers": workers,
+            "memory_limit": options.memory_limit, "alembic_ini": [options.alembic_ini, options.alembic_ini_sha],
+            "plugins": [list(options.plugins.configured), list(options.plugins.found), list(options.plugins.paths),
+                        options.plugins.source],
+            "tasks": [(index, str(path), phase) for index, path, phase in tasks], **(extra or {})}
+
+
+class Spawned:
+    """A worker started with its job written (``spawn``), not read from yet: the linter does the rest of its own
+    work (``linter.run``) while the worker imports and analyses, then ``analyse_all(..., spawned=)`` reads it."""
+
+    def __init__(self, tasks: list, options: Options, workers: int, module: str, extra: dict | None):
+        self.tasks, self.workers = tasks, workers
+        self.errors = tempfile.TemporaryFile()
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-m", module], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=self.errors, env=_env(),
+                                         start_new_session=True)
+        except BaseException:
+            self.errors.close()
+            raise
+        self.write_error: OSError | None = None
+        try:
+            self.proc.stdin.write(marshal.dumps(worker_job(tasks, options, workers, extra)))
+            self.proc.stdin.close()
+        except OSError as exc:  # read as "broke its pipe" by _run_worker, where the worker is judged
+            self.write_error = exc
+
+    def cancel(self) -> None:
+        """The linter stopped before reading it (an error, Ctrl-C): the worker and its children are killed."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL) if _group_alive(self.proc.pid) else self.proc.kill()
+        self.proc.wait()
+        self.proc.stdout.close()
+        self.errors.close()
+
+
+def spawn(tasks: list[tuple[Path, str]], options: Options, workers: int | None = None) -> Spawned:
+    """Start the first worker of ``analyse_all(tasks, options, workers)`` now (see ``Spawned``)."""
+    workers = 1 if options.url else max(1, min(jobs(workers), len(tasks)))
+    todo = [(i, path, phase) for i, (path, phase) in enumerate(tasks)]
+    return Spawned(todo, options, workers, "migrations_policy.lint.worker", None)
+
+
 def _run_worker(tasks: list[tuple[int, Path, str]], options: Options, workers: int,
                 on_done, module: str = "migrations_policy.lint.worker", extra: dict | None = None,
-                partial: bool = True) -> tuple[set[int], str]:
+                partial: bool = True, spawned: Spawned | None = None) -> tuple[set[int], str]:
     """Run *tasks* in one worker (*module*, its job completed by *extra*); ``on_done(index, hits, internal, ...)``
     per verdict, once the worker has ended (``channel.Ledger`` checks every frame first).
 
@@ -87,24 +135,18 @@ def _run_worker(tasks: list[tuple[int, Path, str]], options: Options, workers: i
     a worker that ended early are passed on only when *partial*.  A worker whose channel carried frames it did
     not send (a script wrote into it): ``MP000`` for every script started in it, none of its verdicts passed on.
     """
-    job = {"dialects": list(options.dialects), "postgresql_version": options.postgresql_version,
-           "timeout": float(options.timeout), "url": options.url, "workers": workers,
-           "memory_limit": options.memory_limit, "alembic_ini": [options.alembic_ini, options.alembic_ini_sha],
-           "plugins": [list(options.plugins.configured), list(options.plugins.found), list(options.plugins.paths),
-                       options.plugins.source],
-           "tasks": [(index, str(path), phase) for index, path, phase in tasks], **(extra or {})}
     silence = options.timeout + GRACE if options.timeout > 0 else None
     ledger = Ledger({index: printable_path(str(path)) for index, path, _ in tasks})
     plugins = options.plugins.configured + options.plugins.found
     importing = bool(plugins)  # until the worker says they are imported: a silence is theirs
     forged = ""
-    with tempfile.TemporaryFile() as errors:
-        proc = subprocess.Popen([sys.executable, "-m", module], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=errors, env=_env(), start_new_session=True)
+    spawned = spawned or Spawned(tasks, options, workers, module, extra)
+    proc = spawned.proc
+    with spawned.errors as errors:
         ended = ""
         try:
-            proc.stdin.write(marshal.dumps(job))
-            proc.stdin.close()
+            if spawned.write_error is not None:
+                raise spawned.write_error
             reader = Reader(proc.stdout.fileno(), silence, lambda: proc.poll() is not None)
             while not ledger.ended:
                 frame = reader.frame()
@@ -208,7 +250,9 @@ def _describe(status: int) -> str:
     return f"exited with status {status}"
 
 
-def analyse_all(tasks: list[tuple[Path, str]], options: Options, workers: int | None = None) -> Analysis:
+def analyse_all(tasks: list[tuple[Path, str]], options: Options, workers: int | None = None,
+                spawned: Spawned | None = None) -> Analysis:
+    """The verdict of each ``(path, phase)`` task; *spawned*: its first worker, already started (``spawn``)."""
     hits: list[list[list] | None] = [None] * len(tasks)
     analysis = Analysis(hits)  # type: ignore[arg-type]
 
@@ -225,7 +269,8 @@ def analyse_all(tasks: list[tuple[Path, str]], options: Options, workers: int | 
     todo = [(i, path, phase) for i, (path, phase) in enumerate(tasks)]
     while todo:
         before = len(todo)
-        suspects, ended = _run_worker(todo, options, workers, done, partial=False)
+        suspects, ended = _run_worker(todo, options, workers, done, partial=False, spawned=spawned)
+        spawned = None
         for index in sorted(suspects):  # each alone: which one ended the worker?
             alone, how = _run_worker([(index, *tasks[index])], options, 1, done, partial=False)
             if alone:
