@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import threading
+import time
 
 import pytest
 import sqlalchemy as sa
@@ -118,17 +119,22 @@ def _hold_lock_on_nodes(engine, release: threading.Event) -> threading.Thread:
     return hold_lock(engine, "SELECT count(*) FROM nodes", release=release)
 
 
-def _release_once_an_alter_gave_up(engine, release: threading.Event) -> threading.Thread:
+def _release_once_an_alter_gave_up(engine, release: threading.Event, then=None) -> threading.Thread:
     """Set *release* once an ALTER has waited for the holder and stopped waiting (the holder still
     holds, so it gave up: one lock wait lost), whenever the command gets there: a timer started with
     the holder raced the command's own start on a loaded machine (CI, load 15: the command reached
-    its ALTER after a 2.5 s holder had gone, and no wait was lost)."""
+    its ALTER after a 2.5 s holder had gone, and no wait was lost).  *then*: a further condition
+    (polled) that must hold before the release, e.g. the command has described the holder, which it
+    does after the wait was lost (released before that, the description found no holder: CI)."""
     query = _WAITING[engine.dialect.name]
 
     def watch():
         try:
             if wait_until(engine, query, seconds=300):
                 wait_until(engine, query, done=lambda rows: not rows[0][0], seconds=300)
+                deadline = time.monotonic() + 300
+                while then is not None and not then() and time.monotonic() < deadline:
+                    time.sleep(0.05)
         finally:
             release.set()
 
@@ -247,7 +253,9 @@ def test_lock_retry_message_names_table_revision_and_holder(app, caplog):
     release = threading.Event()
     thread = hold_lock(app.engine, "SELECT pg_backend_pid()" if app.engine.dialect.name == "postgresql"
                        else "SELECT CONNECTION_ID()", "SELECT count(*) FROM nodes", release=release, results=results)
-    watcher = _release_once_an_alter_gave_up(app.engine, release)
+    watcher = _release_once_an_alter_gave_up(
+        app.engine, release,
+        then=lambda: any("gave up waiting for a lock" in r.getMessage() for r in list(caplog.records)))
     holder_id = {"id": results[0]}
     project = app.project()
     try:
