@@ -13,6 +13,7 @@ fixture runs once per backend; ``backend`` names it.
 from __future__ import annotations
 
 import os
+import random
 import signal
 
 import pytest
@@ -87,6 +88,15 @@ SLOW_MODULES = (
     "lint/test_real_world_shapes.py",
 )
 _TESTS = os.path.dirname(os.path.abspath(__file__))
+
+
+def pytest_configure(config):
+    # pytest-xdist (the quick loop's ``-n``): every worker collects on its own, and generated tests
+    # draw their seeds (part of their ids) at collection; the run's one id seeds every worker alike,
+    # so they collect the same tests.  Each test still prints the seed it drew.
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        random.seed(workerinput["testrunuid"])
 
 
 def pytest_collection_modifyitems(config, items):

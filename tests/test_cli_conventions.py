@@ -18,7 +18,7 @@ from migrations_policy import cli
 
 from .helpers import copy_example, forget_example_modules
 
-SEEDS = [random.Random().randrange(1 << 30) for _ in range(2)]
+SEEDS = [random.randrange(1 << 30) for _ in range(2)]
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

@@ -30,7 +30,7 @@ from .conftest import let_data_go
 
 N_SEEDS = int(os.environ.get("MP_AUTOGEN_CORPUS_SEEDS", "3"))
 FIXED = os.environ.get("MP_AUTOGEN_CORPUS_SEED")
-SEEDS = [int(FIXED)] if FIXED else [random.SystemRandom().randrange(10**9) for _ in range(N_SEEDS)]
+SEEDS = [int(FIXED)] if FIXED else [random.randrange(10**9) for _ in range(N_SEEDS)]
 
 CONVENTION = '''
 metadata = sa.MetaData(naming_convention={

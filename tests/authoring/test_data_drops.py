@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 from .conftest import let_data_go
 
-SEEDS = [random.SystemRandom().randrange(10**9) for _ in range(int(os.environ.get("MP_DATA_DROPS_SEEDS", "2")))]
+SEEDS = [random.randrange(10**9) for _ in range(int(os.environ.get("MP_DATA_DROPS_SEEDS", "2")))]
 
 
 def _models(tables: dict[str, list[str]]) -> str:

@@ -77,7 +77,7 @@ def _draw(rng: random.Random, rows: int) -> list[int]:
     return [key for key in range(1, rows + 1) if rng.random() < share]
 
 
-@pytest.mark.parametrize("seed", [random.Random().randrange(1 << 30) for _ in range(2)])
+@pytest.mark.parametrize("seed", [random.randrange(1 << 30) for _ in range(2)])
 def test_progress_on_a_freshly_added_column(backend, tmp_path, db_url, db_engine, seed):
     if backend == "sqlite":
         pytest.skip("SQLite has no planner estimate: its pending rows are always counted")
@@ -147,7 +147,7 @@ nothing_to_do = DataMigration("nothing_to_do", table=small, key="id", pending=sm
 '''
 
 
-@pytest.mark.parametrize("seed", [random.Random().randrange(1 << 30) for _ in range(2)])
+@pytest.mark.parametrize("seed", [random.randrange(1 << 30) for _ in range(2)])
 def test_sigterm_leaves_finished_migrations_complete_and_lines_say_things_once(
         backend, tmp_path, db_url, db_engine, seed):
     """Two migrations take turns; the small one's walk ends early, the big one is stopped by

@@ -64,7 +64,7 @@ def test_upgrade_names_each_revision_and_its_time(tmp_path):
     assert set(still) <= set(started)
 
 
-@pytest.mark.parametrize("seed", [random.Random().randrange(1 << 30) for _ in range(2)])
+@pytest.mark.parametrize("seed", [random.randrange(1 << 30) for _ in range(2)])
 def test_a_revision_that_fails_is_reported_as_stopped_not_ran(tmp_path, seed):
     """A revision whose upgrade() fails after a drawn number of statements (a table created per
     statement, then one the database rejects) is reported as stopped, never as "ran"; the ones

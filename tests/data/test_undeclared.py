@@ -51,7 +51,7 @@ nodes = sa.table("nodes", sa.column("id", sa.Integer), sa.column("extra", sa.Tex
 '''
 
 
-@pytest.mark.parametrize("seed", [random.Random().randrange(1 << 30) for _ in range(2)])
+@pytest.mark.parametrize("seed", [random.randrange(1 << 30) for _ in range(2)])
 def test_a_module_not_listed_is_named_by_every_command(tmp_path, db_url, seed, capsys):
     """A data-migration module where ``dbsync revision`` writes them (next to the listed module,
     or in ``<script_location>/data_migrations``), declaring a migration a contract revision

@@ -42,7 +42,7 @@ def _with_url_and_info_logs(ini: Path, url: str) -> None:
     env_py.write_text("import logging\nlogging.basicConfig(level=logging.INFO)\n" + env_py.read_text())
 
 
-@pytest.mark.parametrize("seed", [random.Random().randrange(1 << 30) for _ in range(2)])
+@pytest.mark.parametrize("seed", [random.randrange(1 << 30) for _ in range(2)])
 def test_upgrade_head_says_what_to_type_and_heads_prints_no_static_sql(tmp_path, db_url, seed):
     print(f"seed={seed}")
     rng = random.Random(seed)

@@ -247,7 +247,7 @@ PORTABLE = [
 ]
 
 
-@pytest.mark.parametrize("seed", [random.Random().randrange(1 << 30) for _ in range(2)])
+@pytest.mark.parametrize("seed", [random.randrange(1 << 30) for _ in range(2)])
 def test_the_plan_speaks_the_operators_words(tmp_path, db_url, backend, seed, capsys):
     """No class names of ours (``other CreateSyncTriggerOp on ?``), no ``?`` for a table, and
     no ``batch recreate`` where alembic re-creates nothing (recreate="auto" off SQLite)."""
@@ -302,7 +302,7 @@ WORK_ORDER = {"postgresql": ["scan", "foreign key check", "index build", "rewrit
 
 
 @pytest.mark.parametrize("backend", ["postgresql", "mysql"], indirect=True)
-@pytest.mark.parametrize("seed", [random.Random().randrange(1 << 30) for _ in range(2)])
+@pytest.mark.parametrize("seed", [random.randrange(1 << 30) for _ in range(2)])
 def test_estimates_follow_the_work_each_statement_does(tmp_path, db_url, backend, seed, capsys):
     """A generated selection of statements on one table, in a generated order: an INSTANT / brief change is
     no rewrite and takes 0; every other names the work it does, and on one table (one measured rate) the
@@ -338,7 +338,7 @@ def test_estimates_follow_the_work_each_statement_does(tmp_path, db_url, backend
         proj.engine.dispose()
 
 
-@pytest.mark.parametrize("seed", [random.Random().randrange(1 << 30) for _ in range(3)])
+@pytest.mark.parametrize("seed", [random.randrange(1 << 30) for _ in range(3)])
 def test_an_estimate_grows_with_the_rows(seed):
     """For every dialect and work: more rows at the same measured rate, a longer estimate; none, none."""
     from migrations_policy.plan import rate as rates

@@ -12,7 +12,7 @@ import pytest
 from migrations_policy.policy import model as m
 from migrations_policy.policy.sql import from_sql, may_drop_table
 
-SEEDS = [random.SystemRandom().randrange(10**9) for _ in range(3)]
+SEEDS = [random.randrange(10**9) for _ in range(3)]
 
 _GAPS = [" ", "  ", "\t", "\n", " /* c */ ", "/**/", " -- c\n", "\r\n", " /*!50000 */ ", " # c\n"]
 _TAILS = ["", ";", "; SELECT 1", " CASCADE", " RESTRICT;", ";\nUPDATE t SET c = 1 WHERE id = ?"]
