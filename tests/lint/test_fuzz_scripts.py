@@ -365,7 +365,7 @@ def _diff(a: dict, b: dict) -> list:
 
 def _seeds() -> list[int]:
     seed = os.environ.get("MP_FUZZ_SEED")
-    first = int(seed) if seed else random.SystemRandom().randrange(10 ** 9)
+    first = int(seed) if seed else random.randrange(10 ** 9)
     trees = int(os.environ.get("MP_FUZZ_TREES", "4"))
     return [first + i for i in range(trees)]
 
