@@ -41,7 +41,7 @@ from migrations_policy.core.errors import UsageError
 from migrations_policy.core.project import _one_line
 from migrations_policy.data import claims, completion, ledger, locks, yielding
 from migrations_policy.data.declare import Batch, DataMigration, Registry, key_bound
-from migrations_policy.data.pending import index_lookups, missing_columns, one_row_plans  # noqa: F401 (missing_columns: re-exported)
+from migrations_policy.data.pending import index_lookups, one_row_plans
 from migrations_policy.data.drive import LIMITS, _Budget, _Connections, _drive, validate  # noqa: F401 (LIMITS: re-exported)
 from migrations_policy.data.report import EXIT_USAGE, MigrationReport, RunReport
 from migrations_policy.data.sizing import BatchSizer, next_batch_size  # noqa: F401 (re-exported)

@@ -126,16 +126,18 @@ def retire(connection: Any, registry: Any, script: Any) -> None:
             connection.execute(sa.update(ledger.ledger).where(ledger.ledger.c.name == name).values(state=ledger.RETIRED))
 
 
-def forget_gone(connection: Any, registry: Any) -> None:
+def forget_gone(connection: Any, registry: Any) -> list[str]:
     """Delete the ledger rows of the data migrations whose table or columns a downgrade step took
-    away (as ``dbsync rollback`` does after its run): the next expand starts them afresh, and a
-    ``retired`` mark does not outlive the columns it was about."""
+    away (plain ``alembic downgrade`` per step, ``dbsync rollback`` after its run): the next expand
+    starts them afresh, and a ``retired`` mark does not outlive the columns it was about.  Runs in
+    the caller's transaction; returns the names forgotten."""
     from migrations_policy.data import ledger
     from migrations_policy.data.pending import missing_columns
 
     if not ledger.exists(connection):
-        return
+        return []
     known = ledger.read(connection)
     gone = [m.name for m in registry if m.name in known and missing_columns(connection, m)]
     if gone:
         connection.execute(sa.delete(ledger.ledger).where(ledger.ledger.c.name.in_(gone)))
+    return gone

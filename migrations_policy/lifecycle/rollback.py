@@ -34,7 +34,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import sqlalchemy as sa
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection
 
@@ -227,17 +226,12 @@ def _sent_on_the_bind(downgrade: Any, connection: Connection) -> list[tuple[str,
 
 
 def forget_ledger_entries(connection: Connection, registry: Any) -> list[str]:
-    """Delete the ledger rows of data migrations whose table or columns no longer exist."""
-    from migrations_policy.data import ledger
-    from migrations_policy.data.runner import missing_columns
+    """Delete the ledger rows of data migrations whose table or columns no longer exist
+    (``gate.downgrades.forget_gone``, committed here)."""
+    from migrations_policy.gate.downgrades import forget_gone
 
-    if not ledger.exists(connection):
-        return []
-    known = ledger.read(connection)
-    gone = [m.name for m in registry if m.name in known and missing_columns(connection, m)]
-    if gone:
-        with connection.begin_nested() if connection.in_transaction() else connection.begin():
-            connection.execute(sa.delete(ledger.ledger).where(ledger.ledger.c.name.in_(gone)))
+    with connection.begin_nested() if connection.in_transaction() else connection.begin():
+        gone = forget_gone(connection, registry)
     if connection.in_transaction():
         connection.commit()
     return gone
