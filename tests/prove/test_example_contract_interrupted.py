@@ -16,80 +16,14 @@ from __future__ import annotations
 
 import os
 import random
-import signal
-import subprocess
-import sys
-import threading
-import time
-from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
-from migrations_policy.core.project import Project
-from migrations_policy.expand import journal
-
-from ..helpers import REPO, forget_example_modules
-from migrations_policy import cli
-
-from .test_example_expand_interrupted import CHILD, _example, _holder, _release1, _table_of
+from .test_example_expand_interrupted import _dbsync, _example, _interrupt, _planned, _release1, _table_of
 
 R3 = "r3_drop_extra_name"
 KILLS = 2
-
-
-def _dbsync(ini: Path, capsys, *args: str) -> tuple[int, str]:
-    capsys.readouterr()
-    forget_example_modules()
-    code = cli.dbsync_main(["-c", str(ini), *args])
-    out, err = capsys.readouterr()
-    forget_example_modules()
-    return code, out + err
-
-
-def _dbsync(ini: Path, capsys, *args: str) -> tuple[int, str]:
-    capsys.readouterr()
-    forget_example_modules()
-    code = cli.dbsync_main(["-c", str(ini), *args])
-    out, err = capsys.readouterr()
-    forget_example_modules()
-    return code, out + err
-
-
-def _planned(ini: Path, engine: sa.Engine) -> list[str]:
-    project = Project(ini)
-    with engine.connect() as conn:
-        texts = journal.planned_statements(project.script, R3, conn)
-    forget_example_modules()
-    assert texts, "the example's release-3 contract renders offline"
-    return texts
-
-
-def _interrupt(ini: Path, engine: sa.Engine, at: int, table: str, mode: str, rng: random.Random,
-               gate: Path) -> tuple[int | None, str]:
-    gate.mkdir()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
-           "MP_PAUSE_AT": str(at), "MP_PAUSE_DIR": str(gate), "MP_PAUSE_REV": R3}
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, "-c", str(ini), "upgrade", "--contract"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    release, holder = threading.Event(), None
-    try:
-        deadline = time.monotonic() + 300
-        while not (gate / "at").exists() and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.005)
-        if proc.poll() is None:
-            if mode == "timeout" or rng.random() < 0.7:
-                holder = _holder(engine, table, rng, release)
-            (gate / "go").write_text("go")
-            if mode == "kill":
-                time.sleep(rng.uniform(0, 0.4))
-                proc.send_signal(signal.SIGKILL)
-        _, err = proc.communicate(timeout=300)
-    finally:
-        release.set()
-        if holder is not None:
-            holder.join()
-    return proc.returncode, err
 
 
 def _assert_release3(engine: sa.Engine, nodes: int) -> None:
@@ -131,11 +65,12 @@ def test_example_release3_contract_interrupted_at_every_statement_resumes(tmp_pa
             assert _dbsync(ini, capsys, "online_data_migrations")[0] in (0, 3)
             assert _dbsync(ini, capsys, "check")[0] == 5
             if trials is None:
-                texts = _planned(ini, engine)
+                texts = _planned(ini, engine, R3)
                 trials = [("timeout", k) for k in range(1, len(texts) + 1)]
                 trials += [("kill", rng.randint(1, len(texts))) for _ in range(KILLS)]
             mode, at = trials[n]
-            code, err = _interrupt(ini, engine, at, _table_of(texts[at - 1]), mode, rng, tmp_path / f"gate{n}")
+            code, err = _interrupt(ini, engine, at, _table_of(texts[at - 1]), mode, rng, tmp_path / f"gate{n}", R3,
+                                   "--contract")
             assert "Traceback" not in err, (seed, mode, at, err)
             outcomes.append((mode, at, code))
             if code != 0:

@@ -88,12 +88,12 @@ def _release1(ini: Path, engine: sa.Engine, rng: random.Random) -> int:
     return nodes
 
 
-def _planned(ini: Path, engine: sa.Engine) -> list[str]:
+def _planned(ini: Path, engine: sa.Engine, revision: str = R2) -> list[str]:
     project = Project(ini)
     with engine.connect() as conn:
-        texts = journal.planned_statements(project.script, R2, conn)
+        texts = journal.planned_statements(project.script, revision, conn)
     forget_example_modules()
-    assert texts, "the example's release-2 expand renders offline"
+    assert texts, f"the example's {revision} renders offline"
     return texts
 
 
@@ -143,9 +143,9 @@ def _dbsync(ini: Path, capsys, *args: str) -> tuple[int, str]:
     capsys.readouterr()
     forget_example_modules()
     code = cli.dbsync_main(["-c", str(ini), *args])
-    _, err = capsys.readouterr()
+    out, err = capsys.readouterr()
     forget_example_modules()
-    return code, err
+    return code, out + err
 
 
 def _assert_release2_complete(engine: sa.Engine, nodes: int) -> None:
@@ -179,11 +179,13 @@ def _assert_release2_complete(engine: sa.Engine, nodes: int) -> None:
 
 
 def _interrupt(ini: Path, engine: sa.Engine, at: int, table: str, mode: str, rng: random.Random,
-               gate: Path) -> tuple[int | None, str]:
+               gate: Path, revision: str = R2, phase: str = "--expand") -> tuple[int | None, str]:
+    """Run ``dbsync upgrade PHASE`` in a child paused before statement *at* of *revision*, then let
+    it go with a lock holder on *table* (mode "timeout", or sometimes) or SIGKILL it (mode "kill")."""
     gate.mkdir()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
-           "MP_PAUSE_AT": str(at), "MP_PAUSE_DIR": str(gate), "MP_PAUSE_REV": R2}
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, "-c", str(ini), "upgrade", "--expand"],
+           "MP_PAUSE_AT": str(at), "MP_PAUSE_DIR": str(gate), "MP_PAUSE_REV": revision}
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, "-c", str(ini), "upgrade", phase],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     release, holder = threading.Event(), None
     try:
