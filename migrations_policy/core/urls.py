@@ -68,6 +68,8 @@ def remember_url_text(text: str) -> None:
         views.add(unquote(view))
         views.add(unquote_plus(view))
     for view in views:
+        for guess in _userinfo_guesses(view):
+            remember_secret(guess)
         for match in _PASSWORD_IN_TEXT.finditer(view):
             remember_secret(match.group("pw"))
         for match in _PARAMETER.finditer(view):
@@ -76,6 +78,23 @@ def remember_url_text(text: str) -> None:
 
 
 _remember_url_text = remember_url_text
+
+
+def _userinfo_guesses(text: str) -> list[str]:
+    """What may be the password of a URL whatever characters it holds: the text before the last "@",
+    from after each ":" not followed by "/" (the scheme's): the password is one of them, the others are
+    shorter pieces of it or longer strings around it."""
+    head = text[:text.rfind("@")] if "@" in text else ""
+    return [head[colon + 1:] for colon in range(len(head)) if head[colon] == ":" and head[colon + 1:colon + 2] != "/"]
+
+
+def _unparsable(text: str) -> str:
+    """An unparsable URL as a message shows it: nothing before its last "@" (the user and password
+    however they are written), only the scheme's name and what follows (host, database, parameters)."""
+    if "@" not in text:
+        return mask_text(text)
+    scheme = re.match(r"[A-Za-z][A-Za-z0-9+.\-]*(?=:)", text)
+    return f"{scheme.group(0) + '://' if scheme else ''}***@{mask_text(text[text.rfind('@') + 1:])}"
 
 
 def _value_holds_secret(value: str) -> bool:
@@ -94,7 +113,7 @@ def parse_url(text: str) -> "URL":
         url = make_url(text)
     except (ArgumentError, ValueError, TypeError) as exc:
         # The parser's own message may quote a piece of a raw password (a bad "port"): not shown.
-        raise UsageError(f"invalid database URL {mask_text(str(text))!r}: expected a URL like "
+        raise UsageError(f"invalid database URL {_unparsable(str(text))!r}: expected a URL like "
                          "postgresql+psycopg://user@host:5432/dbname, with a password percent-encoded "
                          "('@' as %40, ':' as %3A, '/' as %2F)") from None
     remember_secret(url.password if isinstance(url.password, str) else None)
