@@ -428,9 +428,19 @@ def remember(engine: Engine, migration: DataMigration, proof: Proof) -> bool:
 
 def quiet(conn: Connection, migration: DataMigration | None) -> None:
     """MariaDB/MySQL, a runner's batch connection: its set-based batches of *migration* leave no
-    mark (None: every write marks again).  Other dialects: nothing (one mark per statement)."""
+    mark (None: every write marks again).  Sent only when the session's value changes (remembered
+    per DBAPI connection: one statement per connection, not one per batch).  Other dialects:
+    nothing (one mark per statement)."""
     if conn.dialect.name not in ("mysql", "mariadb"):
         return
     value = migration.name if migration is not None and migration.values is not None \
         and set(migration.columns_used()) == {migration.table_name} else None
+    info = conn.connection.info
+    if _QUIET_SENT in info and info[_QUIET_SENT] == value:
+        return
+    info.pop(_QUIET_SENT, None)  # unknown until the SET below has run
     conn.execute(sa.text(f"SET @{QUIET_VARIABLE} = :v"), {"v": value})
+    info[_QUIET_SENT] = value
+
+
+_QUIET_SENT = "migrations_policy.quiet"

@@ -92,6 +92,10 @@ class DataMigration:
     #: returns how many: no row it was given can stay pending, so the runner reads no keys before or
     #: after the batch.  Only ``dbsync prune``'s migrations (``prune.PruneMigration``) say so.
     deletes: ClassVar[bool] = False
+    #: Its completion is remembered (``completion``: mark triggers on what its predicate reads, a
+    #: proof after a probe that found nothing pending), for ``status``, ``check`` and the runner.
+    #: A prune's is not (``prune.PruneMigration``): nothing reads it.
+    remembers_completion: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         where = f"data migration {self.name!r}"

@@ -39,6 +39,7 @@ from sqlalchemy.sql import ColumnElement, TableClause
 
 from migrations_policy.core.errors import ConfigError, PolicyError
 from migrations_policy.data.declare import NAME_PATTERN, Batch, DataMigration, Registry
+from migrations_policy.data import yielding
 from migrations_policy.data.references import Reference, read_references, reference_idents
 
 LEDGER_PREFIX = "prune_"
@@ -118,6 +119,12 @@ class PruneMigration(DataMigration):
     must not take for a cost per row (``sizing``)."""
 
     deletes = True
+    #: No mark triggers, no proof: a prune is no data migration that ``status``, ``check`` or the
+    #: gate judge, and its own run always probes what remains.  Its triggers would cost one row
+    #: trigger per deleted row (MariaDB), and per application write to the table ever after.
+    remembers_completion = False
+    #: Every statement of its batch goes through ``yielding.execute`` (MariaDB: no session SETs).
+    carries_lock_wait: bool = False
     after_batch: Callable[[Connection], None] | None = None
 
 
@@ -157,40 +164,68 @@ def as_migration(prune: Prune, connection: Connection) -> tuple[DataMigration, C
                                     "rolled back; rerun dbsync prune")
 
     def _delete(conn: Connection, batch: Batch) -> int:
-        if shadow is None and conn.dialect.name != "postgresql":  # one statement decides which rows go
-            return conn.execute(sa.delete(prune.table).where(batch.where)).rowcount
-        # The rows that go are locked first, then judged again (the prunable condition and every
-        # NOT EXISTS of a referencing row) in a statement that starts once the locks are held:
-        # * PostgreSQL reads a statement's snapshot as it starts.  A DELETE whose NOT EXISTS ran in a
-        #   snapshot older than a child's insert that it then waited for (the insert's key-share lock
-        #   on the parent) deleted the parent anyway, and the key's ON DELETE action removed or nulled
-        #   the committed child.  Once the rows are locked, a new child of one must wait for this
-        #   batch, so the judgement made after the lock stays true until it commits.  (InnoDB: the
-        #   DELETE's subquery is a locking read of the latest committed rows already.)
-        # * a writer that soft-deletes or restores a row between its copy to the shadow table and its
-        #   delete would leave it deleted uncopied, or copied and kept.
-        # A row that becomes prunable after the lock stays for a later batch.  (SQLite: the batch
-        # holds the database's write lock already; FOR UPDATE is not rendered there.)
+        if conn.dialect.name == "postgresql":
+            return _delete_postgresql(conn, batch)
+        if shadow is None:  # one statement decides which rows go
+            return yielding.execute(conn, sa.delete(prune.table).where(batch.where)).rowcount
+        # MariaDB/MySQL (and SQLite) with a shadow table: the rows that go are locked first, judged
+        # again once locked, then copied and deleted by key: a writer that soft-deletes or restores a
+        # row between its copy and its delete (or a child deleted between the two, making its parent
+        # unreferenced) would otherwise leave it deleted uncopied, or copied and kept.  A row that
+        # becomes prunable after the lock stays for a later batch.  (SQLite: the batch holds the
+        # database's write lock already; FOR UPDATE is not rendered there.)
+        # These statements run under the session's short lock wait (``carries_lock_wait`` False).
         locked = conn.execute(sa.select(key).where(batch.where).with_for_update()).scalars().all()
-        going = []
-        for start in range(0, len(locked), _KEYS_PER_STATEMENT):
-            chunk = locked[start:start + _KEYS_PER_STATEMENT]
-            going += conn.execute(sa.select(key).where(key.in_(chunk), batch.where)).scalars().all()
-        if shadow is None:
-            return sum(conn.execute(sa.delete(prune.table).where(key.in_(going[start:start + _KEYS_PER_STATEMENT])))
-                       .rowcount for start in range(0, len(going), _KEYS_PER_STATEMENT))
         deleted = 0
-        for start in range(0, len(going), _KEYS_PER_STATEMENT):
-            chunk = going[start:start + _KEYS_PER_STATEMENT]
+        for start in range(0, len(locked), _KEYS_PER_STATEMENT):
+            chunk = conn.execute(sa.select(key).where(key.in_(locked[start:start + _KEYS_PER_STATEMENT]),
+                                                      batch.where)).scalars().all()
+            if not chunk:
+                continue
             chosen = sa.select(*(source.c[c] for c in columns)).where(source.c[prune.key].in_(chunk))
             conn.execute(sa.insert(shadow).from_select(columns, chosen))
             deleted += conn.execute(sa.delete(prune.table).where(key.in_(chunk))).rowcount
         return deleted
 
+    def _delete_postgresql(conn: Connection, batch: Batch) -> int:
+        # At most two statements per batch, whatever its size (the rows' keys travel as one array):
+        # * With a table referencing this one, the rows that go are locked first, and judged (the
+        #   prunable condition and every NOT EXISTS of a referencing row) by the DELETE, a statement
+        #   that starts once the locks are held.  PostgreSQL reads a statement's snapshot as it
+        #   starts: a DELETE whose NOT EXISTS ran in a snapshot older than a child's insert that it
+        #   then waited for (the insert's key-share lock on the parent) deleted the parent anyway,
+        #   and the key's ON DELETE action removed or nulled the committed child.  Once the rows are
+        #   locked, a new child of one must wait for this batch, so the DELETE's judgement stays true
+        #   until it commits.  A row that becomes prunable after the lock stays for a later batch.
+        # * With no reference there is no such snapshot to outrun: the DELETE alone decides (a row
+        #   changed meanwhile is judged again on its latest version before it goes).
+        # * The shadow copy is the DELETE's RETURNING (``WITH gone AS (DELETE ...), copied AS (INSERT ...)``): the
+        #   rows copied are exactly the rows deleted, in the same statement.
+        where = batch.where
+        if references:
+            locked = yielding.execute(conn, sa.select(key).where(where).with_for_update()).scalars().all()
+            if not locked:
+                return 0
+            where = sa.and_(key == sa.any_(sa.bindparam("locked_keys", locked, type_=_array_of(key.type))), where)
+        gone = sa.delete(prune.table).where(where)
+        if shadow is None:
+            return yielding.execute(conn, gone).rowcount
+        moved = gone.returning(*(sa.column(c) for c in columns)).cte("gone")
+        copied = sa.insert(shadow).from_select(columns, sa.select(*(moved.c[c] for c in columns))).cte("copied")
+        return int(yielding.execute(conn, sa.select(sa.func.count()).select_from(moved).add_cte(copied)).scalar_one())
+
     migration = PruneMigration(prune.ledger_name, table=prune.table, key=prune.key,
                               pending=sa.and_(prune.where, free), migrate=_delete, after_batch=check_references,
+                              carries_lock_wait=shadow is None or connection.dialect.name == "postgresql",
                               description=prune.description or f"delete prunable rows of {prune.table.name}")
     return migration, sa.and_(prune.where, sa.not_(free))
+
+
+def _array_of(item: Any) -> Any:
+    """PostgreSQL: the array type of a key column's type (a key named without a type: let the driver say)."""
+    from sqlalchemy.dialects import postgresql
+
+    return postgresql.ARRAY(item) if not isinstance(item, sa.types.NullType) else sa.types.NullType()
 
 
 def children_first(prunes: list[Prune], connection: Connection) -> list[list[Prune]]:

@@ -331,7 +331,8 @@ class _Walk(Survey, Claiming):
         """
         m = self.migration
         given = set() if m.unmigratable is not None or m.deletes else pending_keys(conn, m, batch.where)
-        with yielding.short_lock_wait(conn):  # every statement that migrates gives way to live traffic
+        carried = m.unmigratable is not None or getattr(m, "carries_lock_wait", False)  # the runner's own
+        with yielding.short_lock_wait(conn, carried):  # every statement that migrates gives way to live traffic
             if m.unmigratable is not None:
                 processed = yielding.update(conn, m, batch)
                 return processed, processed, 0

@@ -47,7 +47,8 @@ class Survey:
                                         "source came back empty, and copying it again would overwrite what it copied")
                 return
             conn.rollback()
-            completion.install(engine, m)  # before any batch: what this run leaves is then remembered
+            if m.remembers_completion:  # before any batch: what this run leaves is then remembered
+                completion.install(engine, m)
             resume = cursor_value(conn, m, self.ledger_key) if state in ledger.RESUMABLE else None
             with index_lookups(conn), one_row_plans(conn):
                 low, high, density, resumed = self._survey(conn, resume)
@@ -119,10 +120,11 @@ class Survey:
             with engine.connect() as conn:
                 stuck = 0
                 if report.state != ledger.INAPPLICABLE:
-                    proof = completion.read(conn, self.migration)  # before the probe
+                    proof = completion.read(conn, self.migration) \
+                        if self.migration.remembers_completion else None  # before the probe
                     report.remaining_after, report.remaining_after_estimated = remaining(
                         conn, self.migration, self.ledger_key, self.run.exact)
-                    if report.remaining_after == 0:
+                    if report.remaining_after == 0 and proof is not None:
                         completion.remember(engine, self.migration, proof)
                     nulls = null_keyed(conn, self.migration)
                     if nulls and report.state != ledger.ERROR:

@@ -14,6 +14,9 @@ So the batch must never be part of a cycle, or leave it first:
   project's function runs), its session's ``innodb_lock_wait_timeout`` is 0: a row lock held
   by someone else fails the statement at once instead of waiting, so the batch never waits
   for a lock, and a transaction that never waits is in no cycle, whatever order it locks in.
+  The statements the runner writes itself (the set-based UPDATE, a prune's) carry that setting
+  on MariaDB (``SET STATEMENT innodb_lock_wait_timeout = 0 FOR ...``, ``execute``): no session
+  ``SET`` before and after each batch.
 
 A batch that gave way (lock not available, deadlock, lock timeout) rolled back entirely; the
 runner counts it (``MigrationReport.yielded``, in the report and its JSON), halves the next
@@ -28,6 +31,9 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
+
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.visitors import InternalTraversal
 
 from migrations_policy.data.declare import Batch, DataMigration
 
@@ -61,7 +67,36 @@ def backoff(consecutive: int) -> None:
 def update(conn: Connection, migration: DataMigration, batch: Batch) -> int:
     """The set-based batch statement (run inside ``short_lock_wait``); the rows it updated."""
     where = sa.and_(batch.where, sa.not_(migration.unmigratable))
-    return conn.execute(sa.update(migration.table).where(where).values(dict(migration.values))).rowcount
+    return execute(conn, sa.update(migration.table).where(where).values(dict(migration.values))).rowcount
+
+
+def execute(conn: Connection, statement: Any) -> Any:
+    """Run one of the migrating statements a batch of the runner writes itself (inside a
+    ``short_lock_wait(conn, carried=True)``): on MariaDB the statement carries its lock wait of 0
+    itself (``SET STATEMENT ... FOR``), elsewhere the block's setting applies."""
+    return conn.execute(_WithoutWaiting(statement) if _carries(conn) else statement)
+
+
+def _carries(conn: Connection) -> bool:
+    """MariaDB (10.1.2+) runs ``SET STATEMENT var = value FOR statement``; MySQL does not."""
+    return conn.dialect.name in ("mysql", "mariadb") and bool(getattr(conn.dialect, "is_mariadb", False))
+
+
+class _WithoutWaiting(sa.sql.expression.Executable, sa.sql.ClauseElement):
+    """*statement* with ``innodb_lock_wait_timeout`` 0 for itself only (MariaDB)."""
+
+    inherit_cache = True
+    _traverse_internals = [("statement", InternalTraversal.dp_clauseelement)]
+    _inline = False  # read by the compiler of an UPDATE
+    _return_defaults = False
+
+    def __init__(self, statement: Any):
+        self.statement = statement
+
+
+@compiles(_WithoutWaiting)
+def _render_without_waiting(element: _WithoutWaiting, compiler: Any, **kw: Any) -> str:
+    return "SET STATEMENT innodb_lock_wait_timeout = 0 FOR " + compiler.process(element.statement, **kw)
 
 
 class short_lock_wait:
@@ -80,10 +115,14 @@ class short_lock_wait:
       the application as the victim: the lighter transaction.)  The bookkeeping after the block
       waits as usual: it only meets other runners.  MySQL's minimum is 1 s (a lock wait of at
       most 1 s; a cycle is then still judged by InnoDB).
-    * SQLite: nothing (one writer at a time)."""
+    * SQLite: nothing (one writer at a time).
 
-    def __init__(self, conn: Connection):
+    *carried*: every migrating statement goes through ``execute`` (the runner's own statements):
+    on MariaDB each carries the setting, and the session's is left alone."""
+
+    def __init__(self, conn: Connection, carried: bool = False):
         self.conn = conn
+        self.carried = carried
         self.restore: Any = None
 
     def __enter__(self) -> None:
@@ -91,7 +130,7 @@ class short_lock_wait:
         dialect = conn.dialect.name
         if dialect == "postgresql":
             conn.execute(_SET_LOCK_WAIT)
-        elif dialect in ("mysql", "mariadb"):
+        elif dialect in ("mysql", "mariadb") and not (self.carried and _carries(conn)):
             info = conn.connection.info
             if _SAVED not in info:
                 info[_SAVED] = conn.execute(_READ_INNODB_WAIT).scalar()

@@ -181,7 +181,10 @@ def test_a_row_changed_while_its_batch_runs_is_moved_whole_or_not_at_all(db_engi
     flips = []
 
     def application_writes(conn, cursor, statement, parameters, context, executemany):
-        if not statement.lstrip().upper().startswith("DELETE FROM PARENTS") or rng.random() < 0.3:
+        # before each statement of a batch that deletes (PostgreSQL: one ``WITH gone AS (DELETE ...)``
+        # that also copies; MariaDB: a DELETE after the copy); the first always writes, so that no
+        # seed leaves the test without a flip (seed 773616 drew six skips in a row: six batches)
+        if "DELETE FROM PARENTS" not in " ".join(statement.upper().split()) or (flips and rng.random() < 0.3):
             return
         ids = rng.sample(range(1, count + 1), 8)
         with writer.begin() as other:  # rows a batch holds are skipped: the application would wait for them
