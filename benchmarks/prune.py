@@ -15,11 +15,16 @@ Rounds interleave (single DELETE, prune, single DELETE, prune ...) and each prin
 
     python benchmarks/prune.py                                   # 1M rows on PostgreSQL and MariaDB, 3 rounds
     python benchmarks/prune.py --rows 200000 --backends sqlite,postgresql --shadow --rounds 5
+    python benchmarks/prune.py --versus /tmp/base     # a checkout of another version: its prune third in each round
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
+import sys
 import tempfile
 import time
 
@@ -80,6 +85,16 @@ def pruned(engine: sa.Engine, with_shadow: bool, size: int, seconds: float | Non
     return elapsed, report.migrated
 
 
+def pruned_by(tree: str, url: str, with_shadow: bool, size: int, seconds: float | None) -> tuple[float, int]:
+    """``pruned`` run by the code of the checkout *tree* (its package first on the path), in a child."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [tree, os.environ.get("PYTHONPATH")]))}
+    out = subprocess.run([sys.executable, __file__, "--child", url, *(["--shadow"] if with_shadow else []),
+                          "--batch-size", str(size), "--batch-seconds", str(seconds or 0)],
+                         env=env, check=True, capture_output=True, text=True).stdout
+    result = json.loads(out.strip().splitlines()[-1])
+    return result["seconds"], result["rows"]
+
+
 def engines(backends: list[str], directory: str):
     from migrations_policy.testing import servers
 
@@ -102,15 +117,24 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=5000, help="first batch (dbsync's default)")
     parser.add_argument("--batch-seconds", type=float, default=0.05, help="batch target (dbsync's default)")
     parser.add_argument("--shadow", action="store_true", help="copy to a shadow table first")
+    parser.add_argument("--versus", metavar="DIR",
+                        help="a checkout of another version (git worktree): its prune runs third in every round")
+    parser.add_argument("--child", metavar="URL", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:  # run by pruned_by: this checkout's prune on a filled table
+        engine = sa.create_engine(args.child)
+        elapsed, rows = pruned(engine, args.shadow, args.batch_size, args.batch_seconds or None)
+        print(json.dumps({"seconds": elapsed, "rows": rows}))
+        return
     with tempfile.TemporaryDirectory() as directory:
         for name, engine, server in engines(args.backends.split(","), directory):
             try:
                 deleted = sum(1 for i in range(1, args.rows + 1) if i % 2)
                 print(f"\n{name}: {args.rows:,} rows, {deleted:,} prunable{' (shadow copy)' if args.shadow else ''}"
                       f"; prune with batch_size={args.batch_size}, batch_seconds={args.batch_seconds}")
-                print(f"  {'round':<6} {'DELETE s':>9} {'prune s':>8} {'prune rows/s':>13} {'x DELETE':>9}")
-                ratios = []
+                print(f"  {'round':<6} {'DELETE s':>9} {'prune s':>8} {'prune rows/s':>13} {'x DELETE':>9}"
+                      + (f" {'versus s':>9} {'x DELETE':>9} {'this/versus':>12}" if args.versus else ""))
+                ratios, others, speedups = [], [], []
                 for number in range(1, args.rounds + 1):  # A B A B: the others' load hits both alike
                     fill(engine, args.rows)
                     baseline = single_delete(engine, args.shadow)
@@ -118,10 +142,24 @@ def main() -> None:
                     elapsed, rows = pruned(engine, args.shadow, args.batch_size, args.batch_seconds or None)
                     assert rows == deleted, (rows, deleted)
                     ratios.append(baseline / elapsed)
-                    print(f"  {number:<6} {baseline:>9.2f} {elapsed:>8.2f} {rows / elapsed:>13,.0f} "
-                          f"{ratios[-1]:>9.2f}", flush=True)
+                    line = (f"  {number:<6} {baseline:>9.2f} {elapsed:>8.2f} {rows / elapsed:>13,.0f} "
+                            f"{ratios[-1]:>9.2f}")
+                    if args.versus:
+                        fill(engine, args.rows)
+                        url = engine.url.render_as_string(hide_password=False)
+                        other, other_rows = pruned_by(args.versus, url, args.shadow, args.batch_size,
+                                                      args.batch_seconds or None)
+                        assert other_rows == deleted, (other_rows, deleted)
+                        others.append(baseline / other)
+                        speedups.append(other / elapsed)
+                        line += f" {other:>9.2f} {others[-1]:>9.2f} {speedups[-1]:>12.2f}"
+                    print(line, flush=True)
                 print(f"  median x DELETE: {statistics.median(ratios):.2f}  (per round: "
                       f"{', '.join(f'{r:.2f}' for r in ratios)})")
+                if args.versus:
+                    print(f"  {args.versus}'s median x DELETE: {statistics.median(others):.2f}  (per round: "
+                          f"{', '.join(f'{r:.2f}' for r in others)}); this x {args.versus}'s: "
+                          f"{statistics.median(speedups):.2f} (per round: {', '.join(f'{r:.2f}' for r in speedups)})")
             finally:
                 engine.dispose()
                 if server is not None:
