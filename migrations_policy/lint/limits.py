@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+from contextlib import contextmanager
 
 #: The wall-clock backstop is this many times ``lint_timeout`` (which is CPU time): generous, so that only a
 #: script that blocks reaches it, not one slowed down by a loaded machine.
@@ -95,3 +96,29 @@ def out_of_cpu(signum: int, cpu: float, timeout: float) -> bool:
     if signum in (signal.SIGPROF, signal.SIGXCPU):
         return cpu >= timeout * 0.5
     return signum == signal.SIGKILL and cpu >= timeout
+
+
+@contextmanager
+def within(timeout: float):
+    """Run the block in this process (the worker: importing plugins, pre-importing the scripts' packages) within
+    *timeout* s of CPU time (``ITIMER_PROF``) and ``wall_limit(timeout)`` s of wall-clock time (``ITIMER_REAL``),
+    as a script's child: past either, ``TimeoutError`` saying which is raised in the block."""
+    if timeout <= 0:
+        yield
+        return
+
+    def expired(signum, frame):
+        if signum == signal.SIGPROF:
+            raise TimeoutError(f"did not finish within {timeout:g} s of CPU time")
+        raise TimeoutError(f"did not finish within {wall_limit(timeout):g} s of wall-clock time")
+
+    previous = {signum: signal.signal(signum, expired) for signum in (signal.SIGPROF, signal.SIGALRM)}
+    signal.setitimer(signal.ITIMER_PROF, timeout)
+    signal.setitimer(signal.ITIMER_REAL, wall_limit(timeout))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

@@ -46,8 +46,8 @@ import sys
 import time
 from collections import deque
 
-from migrations_policy.lint.limits import (die_with_worker, libc, limit_cpu, limit_memory, out_of_cpu,
-                                          wall_limit)
+from migrations_policy.lint.limits import (die_with_worker, libc, limit_cpu, limit_memory, out_of_cpu, wall_limit,
+                                          within)
 from migrations_policy.lint.prefork import batch, batch_answers, batches, imported_names, in_worker, plain, preimport
 from migrations_policy.lint.reads import dependencies, watch
 
@@ -169,18 +169,9 @@ def _import_plugins(options) -> str | None:
         return None
     from migrations_policy.lint.plugins import import_plugins
 
-    def expired(signum, frame):
-        raise TimeoutError(f"did not finish within {options.timeout:g} s")
-
     before = set(sys.modules)
-    signal.signal(signal.SIGALRM, expired)
-    if options.timeout > 0:
-        signal.setitimer(signal.ITIMER_REAL, options.timeout)
-    try:
+    with within(options.timeout):
         failure = import_plugins(options.plugins)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, signal.SIG_DFL)
     _PLUGIN_MODULES.extend(_local_modules(before, ""))
     return failure
 
