@@ -144,3 +144,9 @@ def database_user(engine: sa.Engine, grants: dict[str | None, str], *, may_creat
                 conn.exec_driver_sql(f"DROP ROLE {user}")
             else:
                 conn.exec_driver_sql(f"DROP USER {who}")
+
+
+def console_script(name: str) -> str:
+    """The installed console script *name* beside the interpreter running the tests (found in an
+    unactivated virtual environment too, where PATH does not hold it)."""
+    return str(Path(sys.executable).with_name(name))

@@ -6,10 +6,10 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
+from ..helpers import console_script
 from .conftest import script
 
 MALFORMED = {
@@ -146,8 +146,7 @@ def test_subprocess_exit_codes_and_stderr(tmp_path):
     bad = _write(tmp_path, "bad", MALFORMED["raises_in_upgrade"])
     good = _write(tmp_path, "good", script('op.drop_column("u", "a")'))
     env = {**os.environ, "MIGRATIONS_POLICY_CACHE_DIR": "off"}
-    # the installed console script of the interpreter running the tests (an unactivated venv too)
-    entry = str(Path(sys.executable).parent / "migrations-policy")
+    entry = console_script("migrations-policy")
     proc = subprocess.run([entry, "lint", "--phase", "expand", str(bad)], capture_output=True,
                           text=True, env=env, cwd=tmp_path, timeout=60)
     assert proc.returncode == 2 and "Traceback" not in proc.stdout + proc.stderr
