@@ -5,7 +5,7 @@ later message that quotes the URL between any kind of quotes (a driver's error, 
 from __future__ import annotations
 
 import string
-from urllib.parse import quote, quote_plus
+from urllib.parse import quote, quote_plus, unquote
 
 import pytest
 from hypothesis import given, settings
@@ -66,3 +66,27 @@ def test_a_user_without_a_password_stays_readable():
     parse_url("postgresql+psycopg://reporting@db.internal:5432/inventory")
     assert mask_url("postgresql+psycopg://reporting@db.internal:5432/inventory") == \
         "postgresql+psycopg://reporting@db.internal:5432/inventory"
+
+
+with_at = st.tuples(st.text(alphabet=PRINTABLE, min_size=0, max_size=10), st.text(alphabet=PRINTABLE, min_size=1,
+                                                                                     max_size=10))
+@settings(max_examples=300, deadline=None)
+@given(halves=with_at, at=st.booleans(), scheme=st.sampled_from(["postgresql+psycopg://", "mysql+pymysql://"]),
+       where=st.sampled_from([("127.0.0.1", 5432), ("db.internal", None)]))
+def test_no_piece_of_a_raw_password_becomes_the_host_or_the_database(halves, at, scheme, where):
+    """Session 13: ``test_generated_ini_passwords_never_print`` seed 547539830, a raw password
+    ``Zq93v5$h@%_$G``: the URL parsed (the password ended at its own '@') with the host
+    ``%_$G@127.0.0.1``, and the driver's "failed to resolve host" quoted that piece of the password.
+    A URL parses into the password as written and the host and database as written, or it is refused
+    with a message showing only what follows its last '@'."""
+    password = "Zq9" + halves[0] + ("@" if at else "") + halves[1]
+    host, port = where
+    authority = f"{host}:{port}" if port else host
+    text = f"{scheme}app:{password}@{authority}/inventory"
+    try:
+        url = parse_url(text)
+    except UsageError as exc:
+        message = str(exc)
+        assert f"***@{authority}/inventory" in message and not [f for f in forms(password) if f in message], message
+        return
+    assert (url.password, url.host, url.port, url.database) == (unquote(password), host, port, "inventory"), text

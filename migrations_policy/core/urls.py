@@ -97,6 +97,19 @@ def _unparsable(text: str) -> str:
     return f"{scheme.group(0) + '://' if scheme else ''}***@{mask_text(text[text.rfind('@') + 1:])}"
 
 
+def _password_runs_on(text: str, password: str | None) -> bool:
+    """Whether a raw "@" follows the one that ended *password*: the password held an "@" of its own,
+    so what the parser took for the host, the database or a query parameter begins with a piece of it
+    (which a driver's error then quotes: "failed to resolve host '<piece>@127.0.0.1'").  The parser
+    ends a password at its first "@"; any later raw "@" makes where it ends a guess (written
+    percent-encoded, %40, nothing is ambiguous)."""
+    if password is None or "://" not in text:
+        return False
+    rest = text.split("://", 1)[1]
+    end = rest.find("@", rest.find(":"))  # the password follows the user's first ':' (a user holds none)
+    return end != -1 and "@" in rest[end + 1:]
+
+
 def _value_holds_secret(value: str) -> bool:
     """A query value that itself names a secret (``-c password=...``): shown as ``***`` whole."""
     return "=" in value and _names_a_secret(value) and any(
@@ -111,8 +124,9 @@ def parse_url(text: str) -> "URL":
     _remember_url_text(str(text))
     try:
         url = make_url(text)
-    except (ArgumentError, ValueError, TypeError) as exc:
-        # The parser's own message may quote a piece of a raw password (a bad "port"): not shown.
+    except (ArgumentError, ValueError, TypeError):
+        url = None  # the parser's own message may quote a piece of a raw password (a bad "port"): not shown
+    if url is None or _password_runs_on(str(text), url.password):
         raise UsageError(f"invalid database URL {_unparsable(str(text))!r}: expected a URL like "
                          "postgresql+psycopg://user@host:5432/dbname, with a password percent-encoded "
                          "('@' as %40, ':' as %3A, '/' as %2F)") from None

@@ -102,10 +102,17 @@ class Claiming:
         (keyset) past its start, and whether it has that many (the chunk's last batch may be
         cut short: its time does not size the next batch)."""
         m = self.migration
-        if self.report.strategy == "range" and chunk.low is not None:
-            upper = chunk.low + width
-            return Batch(m, chunk.low, min(upper, chunk.high), self.options), upper <= chunk.high
         key = m.key_column
+        if self.report.strategy == "range" and chunk.low is not None:
+            low = chunk.low
+            if self.gap:  # the last batch found nothing to migrate: on to the claim's next pending key
+                self.gap = False
+                first = self._first_pending(conn, key > key_bound(low), key <= key_bound(chunk.high))
+                low = chunk.high if first is None else max(low, first - 1)
+                if low >= chunk.high:  # nothing pending in the rest of the claim: an empty batch ends it
+                    return Batch(m, chunk.high, chunk.high, self.options), False
+            upper = low + width
+            return Batch(m, low, min(upper, chunk.high), self.options), upper <= chunk.high
         after = () if chunk.low is None else (key > key_bound(chunk.low),)
         keys = sa.select(key.label("k")).where(*after, key <= key_bound(chunk.high), m.pending) \
             .order_by(key).limit(width).subquery()

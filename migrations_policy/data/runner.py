@@ -121,6 +121,9 @@ class _Walk(Survey, Claiming):
         self.yields_in_a_row = 0  # batches in a row that gave way to application transactions
         self.sizer = BatchSizer(run.batch_seconds, run.batch_size * MAX_GROWTH) if run.batch_seconds else None
         self.migrating_seconds = 0.0  # the last batch's time in its migrating statements
+        #: Range stepping: the last batch found nothing to migrate, so the next one starts at the next
+        #: pending key (``_past_gap``) instead of stepping through empty keys one batch at a time.
+        self.gap = False
 
     def note(self, text: str) -> None:
         """Add *text* to the report's strategy note."""
@@ -200,6 +203,7 @@ class _Walk(Survey, Claiming):
             self.batch_size = min(self.run.batch_size, 2 * self.batch_size)
         if own:
             self.cursor = self.walked_to = batch.upper
+        self.gap = processed == 0
         report = self.report
         report.batches += 1
         report.migrated += migrated
@@ -306,6 +310,13 @@ class _Walk(Survey, Claiming):
         key = m.key_column
         after = key.is_not(None) if self.cursor is None else key > key_bound(self.cursor)
         if self.report.strategy == "range":
+            if self.gap:  # nothing to migrate in the last batch's keys: on to the next pending key
+                self.gap = False
+                first = self._first_pending(conn, after)
+                if first is None:
+                    return None
+                self.cursor = max(self.cursor, first - 1)
+                after = key > key_bound(self.cursor)
             if self.high is None or self.cursor >= self.high:  # rows inserted past the end since: walk on
                 self.high = conn.execute(sa.select(sa.func.max(key)).where(after, m.pending)).scalar()
                 if self.high is None:
