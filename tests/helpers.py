@@ -6,7 +6,10 @@ import shutil
 import sys
 import threading
 import time
+import uuid
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import sqlalchemy as sa
 
@@ -102,3 +105,48 @@ def wait_until(engine: sa.Engine, query: str, done=lambda rows: bool(rows and ro
             if time.monotonic() > deadline:
                 return False
             time.sleep(interval)
+
+
+@contextmanager
+def database_user(engine: sa.Engine, grants: dict[str | None, str], *, may_create: bool = True) -> Iterator[sa.Engine]:
+    """An engine of a new login user of *engine*'s database holding only *grants*: privileges
+    (``"SELECT, INSERT"``) by table name, ``None`` for every table there is now.  ``may_create=False``
+    also takes PostgreSQL's CREATE on ``public`` from everyone (MariaDB: no grant, no CREATE).
+    SQLite has no users: *engine* itself.  The user is dropped on exit."""
+    backend = engine.dialect.name
+    if backend == "sqlite":
+        yield engine
+        return
+    user, password = f"u_{uuid.uuid4().hex[:12]}", f"pw-{uuid.uuid4().hex}"
+    quote = engine.dialect.identifier_preparer.quote
+    who = user if backend == "postgresql" else f"'{user}'@'127.0.0.1'"
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        if backend == "postgresql":
+            conn.exec_driver_sql(f"CREATE ROLE {user} LOGIN PASSWORD '{password}'")
+            if not may_create:
+                conn.exec_driver_sql("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+        else:
+            conn.exec_driver_sql(f"CREATE USER {who} IDENTIFIED BY '{password}'")
+        for table, privileges in grants.items():
+            if backend == "postgresql":
+                target = "ALL TABLES IN SCHEMA public" if table is None else quote(table)
+            else:
+                target = f"{quote(engine.url.database)}.{'*' if table is None else quote(table)}"
+            conn.exec_driver_sql(f"GRANT {privileges} ON {target} TO {who}")
+    user_engine = sa.create_engine(engine.url.set(username=user, password=password))
+    try:
+        yield user_engine
+    finally:
+        user_engine.dispose()
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            if backend == "postgresql":
+                conn.exec_driver_sql(f"DROP OWNED BY {user}")
+                conn.exec_driver_sql(f"DROP ROLE {user}")
+            else:
+                conn.exec_driver_sql(f"DROP USER {who}")
+
+
+def console_script(name: str) -> str:
+    """The installed console script *name* beside the interpreter running the tests (found in an
+    unactivated virtual environment too, where PATH does not hold it)."""
+    return str(Path(sys.executable).with_name(name))

@@ -11,12 +11,12 @@ import pytest
 
 from migrations_policy import cli
 
-from .helpers import copy_example, forget_example_modules
+from .helpers import console_script, copy_example, forget_example_modules
 
 
 @pytest.mark.parametrize("script", ["migrations-policy", "dbsync"])
 def test_console_scripts_print_help(script):
-    proc = subprocess.run([script, "--help"], capture_output=True, text=True)
+    proc = subprocess.run([console_script(script), "--help"], capture_output=True, text=True)
     assert proc.returncode == 0
     assert proc.stdout.startswith(f"usage: {script}")
 

@@ -12,6 +12,7 @@ from alembic.util import CommandError
 
 from migrations_policy.gate.verdict import GateRefused
 
+from ..helpers import console_script
 from .conftest import ORPHANS, ROWS
 
 CONTRACT_HEAD = "r3_drop_extra_name"
@@ -162,7 +163,7 @@ def test_alembic_cli_prints_failed_and_exits_nonzero(expanded, backend):
     from ..helpers import set_ini_option
 
     set_ini_option(expanded.ini, "alembic", "sqlalchemy.url", expanded.url_text)
-    proc = subprocess.run(["alembic", "-c", str(expanded.ini), "upgrade", "heads"], capture_output=True, text=True)
+    proc = subprocess.run([console_script("alembic"), "-c", str(expanded.ini), "upgrade", "heads"], capture_output=True, text=True)
     assert proc.returncode != 0
     assert "FAILED: contract refused" in proc.stdout + proc.stderr
     _assert_nothing_contracted(expanded)

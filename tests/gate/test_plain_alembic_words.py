@@ -10,14 +10,13 @@ import os
 import random
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from ..helpers import copy_example, forget_example_modules
+from ..helpers import console_script, copy_example, forget_example_modules
 
-ALEMBIC = str(Path(sys.executable).with_name("alembic"))
+ALEMBIC = console_script("alembic")
 
 
 def _alembic(ini: Path, url: str, *args: str) -> subprocess.CompletedProcess:

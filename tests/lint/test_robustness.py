@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from ..helpers import console_script
 from .conftest import script
 
 MALFORMED = {
@@ -150,12 +151,13 @@ def test_subprocess_exit_codes_and_stderr(tmp_path):
     bad = _write(tmp_path, "bad", MALFORMED["raises_in_upgrade"])
     good = _write(tmp_path, "good", script('op.drop_column("u", "a")'))
     env = {**os.environ, "MIGRATIONS_POLICY_CACHE_DIR": "off"}
-    proc = subprocess.run(["migrations-policy", "lint", "--phase", "expand", str(bad)], capture_output=True,
+    entry = console_script("migrations-policy")
+    proc = subprocess.run([entry, "lint", "--phase", "expand", str(bad)], capture_output=True,
                           text=True, env=env, cwd=tmp_path, timeout=60)
     assert proc.returncode == 2 and "Traceback" not in proc.stdout + proc.stderr
-    proc = subprocess.run(["migrations-policy", "lint", "--phase", "contract", "--format", "json", str(good)],
+    proc = subprocess.run([entry, "lint", "--phase", "contract", "--format", "json", str(good)],
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
     assert proc.returncode == 0 and '"files": 1' in proc.stdout
-    proc = subprocess.run(["migrations-policy", "lint", "--phase", "expand", "--dialect", "sqlite", str(good)],
+    proc = subprocess.run([entry, "lint", "--phase", "expand", "--dialect", "sqlite", str(good)],
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
     assert proc.returncode == 1 and "MP101" in proc.stdout

@@ -21,9 +21,7 @@ import signal
 import subprocess
 import threading
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 import sqlalchemy as sa
@@ -34,7 +32,7 @@ from migrations_policy.core.framework_tables import claims_table
 
 from ..data.support import dbsync_argv, items
 from ..data.support import metadata as items_metadata
-from ..helpers import write_data_project
+from ..helpers import database_user, write_data_project
 
 SEEDS = range(int(os.environ.get("MP_CLAIM_SEEDS", "3")))
 
@@ -248,37 +246,14 @@ def test_a_runner_killed_in_its_batch_is_taken_over_by_its_peer_in_the_same_run(
     assert claims_left(db_engine) == []
 
 
-@contextmanager
-def limited_user(db_url: sa.URL, db_engine: sa.Engine, backend: str, on_claims: tuple[str, ...]) -> Iterator[sa.Engine]:
+def limited_user(db_engine: sa.Engine, on_claims: tuple[str, ...]):
     """An engine of a user who may read and write the project's tables and the ledger, has the
     privileges *on_claims* on the claims table, and (PostgreSQL 15's default for ``public``, kept
     for every user here) may create nothing."""
-    user, password = f"runner_{os.getpid()}", "limited-pw"
-    host = "" if backend == "postgresql" else "@'127.0.0.1'"
-    who = user if backend == "postgresql" else f"'{user}'{host}"
-    with db_engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        quote = conn.dialect.identifier_preparer.quote
-        scope = "" if backend == "postgresql" else f"{quote(db_url.database)}."
-        if backend == "postgresql":
-            conn.exec_driver_sql(f"CREATE ROLE {user} LOGIN PASSWORD '{password}'")
-            conn.exec_driver_sql("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
-        else:
-            conn.exec_driver_sql(f"CREATE USER {who} IDENTIFIED BY '{password}'")
-        for table in ("items", "batch_log", ledger.LEDGER_TABLE):
-            conn.exec_driver_sql(f"GRANT SELECT, INSERT, UPDATE ON {scope}{quote(table)} TO {who}")
-        if on_claims:
-            conn.exec_driver_sql(f"GRANT {', '.join(on_claims)} ON {scope}{quote(claims_table.name)} TO {who}")
-    limited = sa.create_engine(db_url.set(username=user, password=password))
-    try:
-        yield limited
-    finally:
-        limited.dispose()
-        with db_engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            if backend == "postgresql":
-                conn.exec_driver_sql(f"DROP OWNED BY {user}")
-                conn.exec_driver_sql(f"DROP ROLE {user}")
-            else:
-                conn.exec_driver_sql(f"DROP USER {who}")
+    grants = {table: "SELECT, INSERT, UPDATE" for table in ("items", "batch_log", ledger.LEDGER_TABLE)}
+    if on_claims:
+        grants[claims_table.name] = ", ".join(on_claims)
+    return database_user(db_engine, grants, may_create=False)
 
 
 @pytest.mark.parametrize("access", ["absent", "read-only", "granted"])
@@ -293,7 +268,7 @@ def test_a_user_who_may_not_use_the_claims_table_takes_turns_and_says_why(db_url
     if access != "absent":
         assert claims.unavailable(db_engine) is None  # created by a user who may
     privileges = {"absent": (), "read-only": ("SELECT",), "granted": ("SELECT", "INSERT", "UPDATE", "DELETE")}
-    with limited_user(db_url, db_engine, backend, privileges[access]) as limited:
+    with limited_user(db_engine, privileges[access]) as limited:
         why = {"absent": "cannot create", "read-only": "cannot use", "granted": None}[access]
         unavailable = claims.unavailable(limited)
         assert unavailable is None if why is None else unavailable.startswith(f"{why} {claims_table.name}: ")

@@ -25,13 +25,12 @@ from __future__ import annotations
 import os
 import random
 import uuid
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
 
 import sqlalchemy as sa
 
 from ..gate.conftest import ROWS, App
+from ..helpers import database_user
 from .attacks import draw, run_attacks, run_route
 
 MIGRATIONS = ("nodes_extra_to_meta", "nodes_name_to_display_name", "port_node_orphans",
@@ -57,35 +56,10 @@ def _all(backend: str) -> list[Attack]:
             if form != "quiet" or backend == "mysql"]
 
 
-@contextmanager
-def application_user(app: App) -> Iterator[sa.Engine]:
+def application_user(app: App):
     """An engine of a DML-only user (SELECT, INSERT, UPDATE, DELETE on every table there is now;
     SQLite has no users: the same file)."""
-    backend = app.engine.dialect.name
-    if backend == "sqlite":
-        yield app.engine
-        return
-    user, password = f"app_{uuid.uuid4().hex[:10]}", f"pw-{uuid.uuid4().hex}"
-    quote = app.engine.dialect.identifier_preparer.quote
-    with app.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        if backend == "postgresql":
-            conn.exec_driver_sql(f"CREATE ROLE {user} LOGIN PASSWORD '{password}'")
-            conn.exec_driver_sql(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {user}")
-        else:
-            conn.exec_driver_sql(f"CREATE USER '{user}'@'127.0.0.1' IDENTIFIED BY '{password}'")
-            conn.exec_driver_sql(f"GRANT SELECT, INSERT, UPDATE, DELETE ON {quote(app.url.database)}.* "
-                                 f"TO '{user}'@'127.0.0.1'")
-    engine = sa.create_engine(app.url.set(username=user, password=password))
-    try:
-        yield engine
-    finally:
-        engine.dispose()
-        with app.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            if backend == "postgresql":
-                conn.exec_driver_sql(f"DROP OWNED BY {user}")
-                conn.exec_driver_sql(f"DROP ROLE {user}")
-            else:
-                conn.exec_driver_sql(f"DROP USER '{user}'@'127.0.0.1'")
+    return database_user(app.engine, {None: "SELECT, INSERT, UPDATE, DELETE"})
 
 
 def _registry(app: App) -> list:
