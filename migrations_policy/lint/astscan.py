@@ -27,7 +27,7 @@ from migrations_policy.policy.sql import from_sql
 from migrations_policy.lint.loader import is_local_file
 from migrations_policy.lint.missing import is_missing
 from migrations_policy.lint.recorder import Recording, recording
-from migrations_policy.lint.unimported import module_aliases, unimported_helper
+from migrations_policy.lint.unimported import ClassRef, module_aliases, unimported_helper, unimported_method
 
 MAX_DEPTH = 8
 MAX_LOOP = 1000
@@ -136,6 +136,10 @@ def _static_sql(node: ast.AST) -> str | None:
         left = _static_sql(node.left)
         return None if left is None else left + " _x_"
     return None
+
+
+#: What the first parameter of a staticmethod or a plain function receives: nothing (``_Scanner.helper``).
+_UNBOUND = object()
 
 
 class _Returned(Exception):
@@ -308,14 +312,39 @@ class _Scanner:
         if imported is None and depth < MAX_DEPTH and isinstance(func, ast.Attribute) \
                 and isinstance(func.value, ast.Name) and func.value.id in self.modules and func.value.id not in env:
             imported = unimported_helper(self.modules[func.value.id], func.attr, node.lineno)  # module.downgrade()
+        if imported is None and depth < MAX_DEPTH and isinstance(func, ast.Attribute):
+            imported = self.unimported_method(func, env, node.lineno)  # Helper.upgrade(session), cls.step(row)
         if imported is not None:  # a helper of the project's own modules: followed like the script's own
-            self.helper(imported[0], node, env, depth, namespace=imported[1])
+            self.helper(imported[0], node, env, depth, namespace=imported[1],
+                        bound=imported[2] if len(imported) > 2 else _UNBOUND)
             return _UNKNOWN
         value = self.eval(node, env)
         if value is _UNKNOWN and isinstance(func, ast.Attribute):
             if not self.from_literals(node, func, env):
                 self.dml(node, func)
         return value
+
+    def unimported_method(self, func: ast.Attribute, env: dict[str, Any], line: int):
+        """``(FunctionDef, namespace, bound)`` of ``C.m`` / ``C().m`` / ``cls.m`` / ``self.m`` when ``C`` is a class
+        of the project's modules that could not be imported (``unimported.unimported_method``); *bound* is what
+        its first parameter receives (``_UNBOUND``: a staticmethod); None otherwise."""
+        receiver = func.value
+        if isinstance(receiver, ast.Call) and not receiver.args and not receiver.keywords:
+            receiver = receiver.func  # C().m(): an instance (its __init__ not followed)
+        if not isinstance(receiver, ast.Name):
+            return None
+        ref = env.get(receiver.id)
+        if isinstance(ref, ClassRef):
+            where = (ref.module, ref.name)
+        elif receiver.id not in env and receiver.id in self.imported and is_missing(self.globals.get(receiver.id)):
+            where = self.imported[receiver.id]
+        else:
+            return None
+        found = unimported_method(*where, func.attr, line)
+        if found is None:
+            return None
+        fn, namespace, kind = found
+        return fn, namespace, _UNBOUND if kind == "static" else ClassRef(*where)
 
     def from_orm(self, node: ast.AST) -> bool:
         """Whether *node* (not computable) gives what an ORM query loads: it goes through a session or
@@ -351,23 +380,36 @@ class _Scanner:
             self.unevaluated.append(node.lineno)
 
     def helper(self, fn: ast.FunctionDef, node: ast.Call, env: dict[str, Any], depth: int,
-               namespace: dict[str, Any] | None = None) -> None:
-        """Scan *fn* called by *node*; *namespace*: the globals of a helper module's function."""
+               namespace: dict[str, Any] | None = None, bound: Any = None) -> None:
+        """Scan *fn* called by *node*; *namespace*: the globals of a helper module's function; *bound*: what a
+        method's first parameter receives (``cls``, ``self``; ``_UNBOUND``: nothing).  A parameter given a row an
+        ORM query loaded is such a row in *fn* (assigning its attributes is an UPDATE)."""
         local: dict[str, Any] = {}
         params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+        defaults = fn.args.defaults
+        defaulted = params[len(params) - len(defaults):]
+        if bound is not _UNBOUND and bound is not None and params:
+            local[params[0]] = bound
+            params = params[1:]
+        rows = set()
         for name, arg in zip(params, node.args):
             local[name] = self.eval(arg, env)
+            if isinstance(arg, ast.Name) and arg.id in self.orm_rows and name not in self.orm_rows:
+                rows.add(name)
         for kw in node.keywords:
             if kw.arg:
                 local[kw.arg] = self.eval(kw.value, env)
+                if isinstance(kw.value, ast.Name) and kw.value.id in self.orm_rows and kw.arg not in self.orm_rows:
+                    rows.add(kw.arg)
         saved, self.globals = self.globals, self.globals if namespace is None else namespace
+        self.orm_rows |= rows
         try:
-            defaults = fn.args.defaults
-            for name, default in zip(params[len(params) - len(defaults):], defaults):
+            for name, default in zip(defaulted, defaults):
                 local.setdefault(name, self.eval(default, {}))
             self.run(fn, local, depth + 1)
         finally:
             self.globals = saved
+            self.orm_rows -= rows
 
     def imported_helper(self, func: ast.AST, env: dict[str, Any], line: int):
         """``(FunctionDef, globals)`` of a function of the project's own modules that *func* names, every line
@@ -375,6 +417,9 @@ class _Scanner:
         if not isinstance(func, (ast.Name, ast.Attribute)):
             return None
         target = self.eval(func, env)
+        bound = _UNBOUND
+        if inspect.ismethod(target):  # a class's classmethod or an instance's method: its first parameter bound
+            target, bound = target.__func__, target.__self__
         code = getattr(target, "__code__", None)
         if not (inspect.isfunction(target) and is_local_file(code.co_filename)) or code.co_filename == self.filename:
             return None
@@ -389,7 +434,7 @@ class _Scanner:
             if hasattr(sub, "lineno"):
                 sub.lineno = sub.end_lineno = line
                 sub.col_offset = sub.end_col_offset = 0  # one position: a valid range for compile()
-        return fn, target.__globals__
+        return fn, target.__globals__, bound
 
     def from_literals(self, node: ast.Call, func: ast.Attribute, env: dict[str, Any] | None = None) -> bool:
         """Record an op call whose arguments cannot be computed, from its literal arguments (positional or

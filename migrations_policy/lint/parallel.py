@@ -135,7 +135,9 @@ def _run_worker(tasks: list[tuple[int, Path, str]], options: Options, workers: i
     a worker that ended early are passed on only when *partial*.  A worker whose channel carried frames it did
     not send (a script wrote into it): ``MP000`` for every script started in it, none of its verdicts passed on.
     """
-    silence = options.timeout + GRACE if options.timeout > 0 else None
+    from migrations_policy.lint.limits import wall_limit
+
+    silence = wall_limit(options.timeout) + GRACE if options.timeout > 0 else None
     ledger = Ledger({index: printable_path(str(path)) for index, path, _ in tasks})
     plugins = options.plugins.configured + options.plugins.found
     importing = bool(plugins)  # until the worker says they are imported: a silence is theirs

@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import sys
 
 
@@ -100,7 +99,8 @@ def preimport(wanted, options) -> None:
     them again.  Only modules that resolve -- with the script's own path, the current directory first -- to an
     installed location (never the project's own modules: a script's cache entry depends on those, and their
     code is the project's, which runs in the child); within the time limit; a failure is ignored (the child
-    meets it again and reports it).  Every child starts from the same state, whatever the order of the files."""
+    meets it again and reports it).  Every child starts from the same state, whatever the order of the files.
+    Within ``lint_timeout`` s of CPU time and the wall-clock backstop (``limits.within``)."""
     import importlib
     import importlib.util
 
@@ -110,14 +110,10 @@ def preimport(wanted, options) -> None:
     if not wanted:
         return
 
-    def expired(signum, frame):
-        raise TimeoutError
+    from migrations_policy.lint.limits import within
 
-    signal.signal(signal.SIGALRM, expired)
-    if options.timeout > 0:
-        signal.setitimer(signal.ITIMER_REAL, options.timeout)
     try:
-        with sandbox():
+        with within(options.timeout), sandbox():
             for name in wanted:
                 try:
                     spec = importlib.util.find_spec(name.split(".")[0])
@@ -143,9 +139,6 @@ def preimport(wanted, options) -> None:
                     pass
     except TimeoutError:
         pass
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, signal.SIG_DFL)
 
 
 def in_worker(path: str, phase: str, options, source: str, code) -> tuple | None:

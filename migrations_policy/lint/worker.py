@@ -13,8 +13,14 @@ writes its hits into a pipe.  So a script can neither change what the next scrip
 sees (each child starts from the state the worker had before any script ran),
 nor write into the report, nor stop the run:
 
-* a child still running after the time limit is killed (with its process group):
-  ``MP000`` "did not finish within N s", whatever the script does with signals;
+* a child may use ``timeout`` seconds of CPU time (``lint_timeout``; ``limits.limit_cpu``: a profiling timer at
+  the limit, ``RLIMIT_CPU`` at most two seconds later whatever the script does with signals: SIGKILL; a child
+  the wall-clock backstop kills after it used its CPU time counts as one out of CPU time):
+  ``MP000`` "did not finish within N s of CPU time" -- CPU time, not wall-clock time, so that a loaded machine
+  (CI, a busy laptop) slows an innocent script down without costing it its verdict;
+* a child still running after ``wall_limit(timeout)`` seconds of wall-clock time (``WALL_FACTOR`` times the
+  limit: a script that blocks -- a sleep, a lock, a socket -- uses no CPU) is killed with its process group:
+  ``MP000`` "did not finish within N s of wall-clock time";
 * a child's address space may grow by ``memory_limit`` MiB (``RLIMIT_AS``): beyond it
   allocations fail, ``MP000`` "exceeded the memory limit";
 * a child that ends without writing its hits (``os._exit``, a signal, closing its
@@ -40,6 +46,8 @@ import sys
 import time
 from collections import deque
 
+from migrations_policy.lint.limits import (die_with_worker, libc, limit_cpu, limit_memory, out_of_cpu, wall_limit,
+                                          within)
 from migrations_policy.lint.prefork import batch, batch_answers, batches, imported_names, in_worker, plain, preimport
 from migrations_policy.lint.reads import dependencies, watch
 
@@ -85,10 +93,10 @@ def _prepare(options, sample: bool = True) -> None:
 
     gc.disable()
     try:
-        import resource  # noqa: F401 - what every child uses (_limit_memory, _die_with_worker): once, here
+        import resource  # noqa: F401 - what every child uses (limit_memory, die_with_worker): once, here
 
         try:
-            _libc()
+            libc()
         except (OSError, AttributeError):
             pass
         _import_alembic()
@@ -161,18 +169,9 @@ def _import_plugins(options) -> str | None:
         return None
     from migrations_policy.lint.plugins import import_plugins
 
-    def expired(signum, frame):
-        raise TimeoutError(f"did not finish within {options.timeout:g} s")
-
     before = set(sys.modules)
-    signal.signal(signal.SIGALRM, expired)
-    if options.timeout > 0:
-        signal.setitimer(signal.ITIMER_REAL, options.timeout)
-    try:
+    with within(options.timeout):
         failure = import_plugins(options.plugins)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, signal.SIG_DFL)
     _PLUGIN_MODULES.extend(_local_modules(before, ""))
     return failure
 
@@ -212,13 +211,14 @@ def _child(write_fd: int, path: str, phase: str, options, worker: int, run=_anal
     payload = None
     try:
         os.setsid()  # its own process group: killed with it, out of reach of the terminal's Ctrl-C
-        _die_with_worker(worker)
+        die_with_worker(worker)
         devnull = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)
         for name in ("SIGINT", "SIGTERM", "SIGPIPE", "SIGALRM"):
             signal.signal(getattr(signal, name), signal.SIG_DFL)
-        _limit_memory(options.memory_limit)
+        limit_memory(options.memory_limit)
+        limit_cpu(options.timeout)
         before = set(sys.modules)
         opened = watch()  # the files the script reads: its cache entry depends on them (lint.reads)
         try:
@@ -245,50 +245,6 @@ def _child(write_fd: int, path: str, phase: str, options, worker: int, run=_anal
         _exit(0)
 
 
-def _limit_memory(mebibytes: int) -> None:
-    """Let this child's address space grow by at most *mebibytes* MiB (``RLIMIT_AS``): beyond it an allocation
-    fails with ``MemoryError`` (``MP000``) instead of taking the machine's memory from the other scripts."""
-    if mebibytes <= 0:
-        return
-    import resource
-
-    try:
-        with open("/proc/self/statm", "rb") as fh:
-            current = int(fh.read().split()[0]) * resource.getpagesize()
-    except (OSError, ValueError, IndexError):  # not Linux: the limit counts from nothing
-        current = 0
-    limit = current + mebibytes * 1024 * 1024
-    _, hard = resource.getrlimit(resource.RLIMIT_AS)
-    if hard != resource.RLIM_INFINITY:
-        limit = min(limit, hard)
-    try:
-        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
-    except (ValueError, OSError):
-        pass
-
-
-_LIBC: list = []
-
-
-def _libc():
-    """The C library's handle, opened once (in the worker before the first fork: every child inherits it)."""
-    if not _LIBC:
-        import ctypes
-
-        _LIBC.append(ctypes.CDLL(None, use_errno=True))
-    return _LIBC[0]
-
-
-def _die_with_worker(worker: int) -> None:
-    """Linux: this child gets SIGKILL when the *worker* dies (a worker killed mid-run leaves no script running)."""
-    try:
-        _libc().prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() != worker:
-        _exit(1)
-
-
 def _local_modules(before: set[str], script: str) -> list[tuple[str, str]]:
     """(path, sha256) of the modules the script imported that are not installed ones: the project's own helpers."""
     import hashlib
@@ -311,12 +267,13 @@ def _local_modules(before: set[str], script: str) -> list[tuple[str, str]]:
 class _Running:
     """A forked child: its result pipe, and (Linux) a pidfd that becomes readable when it exits."""
 
-    __slots__ = ("index", "pid", "fd", "exit_fd", "deadline", "data", "closed")
+    __slots__ = ("index", "pid", "fd", "exit_fd", "deadline", "data", "closed", "cpu")
 
     def __init__(self, index: int, pid: int, fd: int, deadline: float | None):
         self.index, self.pid, self.fd, self.deadline = index, pid, fd, deadline
         self.data = bytearray()
         self.closed = False
+        self.cpu = 0.0  # seconds of CPU time it used (user + system), known once reaped
         try:
             self.exit_fd: int | None = os.pidfd_open(pid)
         except (AttributeError, OSError):  # not Linux >= 5.3: polled
@@ -357,8 +314,12 @@ def _kill(pid: int, reaped: bool = False) -> None:
 
 
 def _verdict(child: _Running, status: int | None, timeout: float) -> tuple:
-    if status is None:
-        return [[1, UNLOADABLE, f"did not finish within {timeout:g} s (an endless loop or a blocking call?)",
+    if status is None and not (timeout > 0 and child.cpu >= timeout):
+        return [[1, UNLOADABLE, f"did not finish within {wall_limit(timeout):g} s of wall-clock time, within its "
+                 f"{timeout:g} s of CPU time (a blocking call: a sleep, a lock, a socket?)", "", "error"]], None, []
+    if status is None or (timeout > 0 and os.WIFSIGNALED(status) and out_of_cpu(os.WTERMSIG(status), child.cpu,
+                                                                                 timeout)):
+        return [[1, UNLOADABLE, f"did not finish within {timeout:g} s of CPU time (lint_timeout; an endless loop?)",
                  "", "error"]], None, []
     data = bytes(child.data)
     if len(data) >= FRAME.size and FRAME.unpack(data[:FRAME.size])[0] != len(data) - FRAME.size:
@@ -383,7 +344,7 @@ def _start(index: int, path: str, phase: str, options, run=_analyse) -> _Running
         os.close(read_fd)
         _child(write_fd, path, phase, options, worker, run)
     os.close(write_fd)
-    deadline = time.monotonic() + options.timeout if options.timeout > 0 else None
+    deadline = time.monotonic() + wall_limit(options.timeout) if options.timeout > 0 else None
     return _Running(index, pid, read_fd, deadline)
 
 
@@ -404,14 +365,16 @@ def _collect(running: dict[int, _Running], wait: float | None = None) -> list[tu
     finished = []
     now = time.monotonic()
     for child in list(running.values()):
-        pid, status = os.waitpid(child.pid, os.WNOHANG)
+        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
         if pid:
+            child.cpu = usage.ru_utime + usage.ru_stime
             _kill(child.pid, reaped=True)  # whatever it left running in its process group
             child.read(blocking=False)  # the rest of its answer (a descendant may hold the pipe open)
             finished.append((child, status))
         elif child.deadline is not None and now >= child.deadline:
             _kill(child.pid)
-            os.waitpid(child.pid, 0)
+            usage = os.wait4(child.pid, 0)[2]
+            child.cpu = usage.ru_utime + usage.ru_stime
             finished.append((child, None))
     for child, _ in finished:
         child.release()

@@ -4,8 +4,9 @@
 Reports a revision script that cannot be read (not UTF-8, binary, too large), parsed
 (syntax error), imported (a missing module, an exception at import time), that has
 no ``upgrade()``, whose ``upgrade()`` raises an error of its own, or that does not
-finish within the time limit (``lint_timeout``, default 10 s) or allocates more
-than the memory limit (``lint_memory_limit``, default 1024 MiB).  The linter exits
+finish within the time limit (``lint_timeout``, default 10 s of CPU time; a script
+that blocks -- a sleep, a lock -- is stopped after six times that of wall-clock time)
+or allocates more than the memory limit (``lint_memory_limit``, default 1024 MiB).  The linter exits
 with status 2.
 
 ## Why is this bad
