@@ -6,11 +6,14 @@ run's statement N.  The rerun pairs statements with the journal by their SQL, in
 (``journal_match``): the applied ones it issues again are skipped, the ones it does not issue are
 noted (one line each), the rest run.  A statement edited since (other SQL for an object the
 interrupted run changed) is still refused, before anything runs.  Scripts are generated: random
-guarded and unguarded columns, the run stopped after a random number of them.
+guarded and unguarded columns, the run stopped after a random number of them.  Each run draws fresh
+seeds (at collection, from the global ``random``: alike in every xdist worker; the test ids carry
+them); ``MP_RESUME_SEED=N`` replays one.
 """
 
 from __future__ import annotations
 
+import os
 import random
 
 import pytest
@@ -23,6 +26,15 @@ from .recovery import dbsync, error_line
 
 MYSQL = pytest.mark.parametrize("backend", ["mysql"], indirect=True)
 FAIL = 'op.execute("SELECT no_such_function()")'
+
+
+def _seeds(count: int) -> list[int]:
+    """*count* fresh seeds, or the one ``MP_RESUME_SEED`` names."""
+    if os.environ.get("MP_RESUME_SEED"):
+        return [int(os.environ["MP_RESUME_SEED"])]
+    return [random.randrange(10**6) for _ in range(count)]
+
+
 GUARD = 'cols = lambda t: [c["name"] for c in sa.inspect(op.get_bind()).get_columns(t)]'
 
 
@@ -61,7 +73,7 @@ def _notes(caplog) -> list[str]:
 
 
 @MYSQL
-@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("seed", _seeds(5))
 def test_a_guarded_script_resumes_and_notes_what_it_did_not_issue(tmp_path, db_url, capsys, caplog, seed):
     columns, stop = _script(random.Random(seed))
     proj = _interrupted(tmp_path, db_url, capsys, columns, stop)
@@ -84,7 +96,7 @@ def test_a_guarded_script_resumes_and_notes_what_it_did_not_issue(tmp_path, db_u
 
 
 @MYSQL
-@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("seed", _seeds(3))
 def test_an_edited_applied_statement_is_still_refused_before_anything_runs(tmp_path, db_url, capsys, seed):
     rng = random.Random(seed)
     columns, stop = _script(rng)
