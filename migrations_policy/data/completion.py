@@ -158,7 +158,7 @@ _CASCADES = ("SELECT table_name, referenced_table_name FROM information_schema.r
              "OR update_rule NOT IN ('RESTRICT', 'NO ACTION'))")
 
 
-def _dialect(conn: Connection) -> str:
+def _dialect(conn: Connection | Engine) -> str:
     return "mysql" if conn.dialect.name == "mariadb" else conn.dialect.name
 
 
@@ -323,6 +323,36 @@ def install(engine: Engine, migration: DataMigration) -> bool:
         return True
     except sa.exc.DBAPIError:
         return False
+
+
+def uninstall(engine: Engine, migration: DataMigration) -> int:
+    """Drop *migration*'s mark triggers, marks and proof where an older release installed them
+    for a migration that keeps no proof now (a prune): writes to its tables stop paying a mark
+    each.  The number of triggers dropped; 0 when there are none, or they cannot be dropped here
+    (privileges, a lock not granted in ``LOCK_WAIT`` seconds: the next run tries again).
+    Dropping is always safe: a proof holds only while its triggers are all present."""
+    dialect = _dialect(engine)
+    if dialect not in _TRIGGERS:
+        return 0
+    try:
+        with engine.connect() as conn:
+            listed = conn.execute(sa.text(_TRIGGERS[dialect]), {"prefix": TRIGGER_PREFIX + "%"}).all()
+            tables = {table for _, table in listed} | set(migration.columns_used())
+            ours = {trigger_name(migration.name, table) + suffix for table in tables for suffix in _suffixes(dialect)}
+            going = [(name, table) for name, table in listed if name in ours]
+            conn.rollback()
+            if not going:
+                return 0
+            q = conn.dialect.identifier_preparer.quote
+            with conn.begin(), _short_lock_wait(conn):
+                for name, table in going:
+                    _ddl(conn, f"DROP TRIGGER IF EXISTS {q(name)}" + (f" ON {q(table)}" if dialect == "postgresql" else ""))
+            with conn.begin():
+                conn.execute(sa.delete(dirty).where(dirty.c.migration == migration.name))
+                conn.execute(sa.delete(proofs).where(proofs.c.migration == migration.name))
+        return len(going)
+    except sa.exc.DBAPIError:
+        return 0
 
 
 def install_missing(connection: Connection, registry: Iterable[DataMigration]) -> None:

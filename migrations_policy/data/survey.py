@@ -49,6 +49,8 @@ class Survey:
             conn.rollback()
             if m.remembers_completion:  # before any batch: what this run leaves is then remembered
                 completion.install(engine, m)
+            else:  # keeps no proof (a prune): mark triggers an older release installed only cost writes
+                completion.uninstall(engine, m)
             resume = cursor_value(conn, m, self.ledger_key) if state in ledger.RESUMABLE else None
             with index_lookups(conn), one_row_plans(conn):
                 low, high, density, resumed = self._survey(conn, resume)

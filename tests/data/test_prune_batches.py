@@ -124,8 +124,15 @@ def test_a_prune_leaves_no_completion_triggers_and_others_still_mark(db_engine, 
         if other is not None:
             assert completion.install(db_engine, other)
         prune = Prune("pb", table=parents, key="id", where=parents.c.deleted.is_not(None))
+        older = rng.random() < 0.5  # an older release installed the prune's own triggers: they go
+        if older:
+            with db_engine.connect() as conn:
+                as_prune = as_migration(prune, conn)[0]
+            assert completion.install(db_engine, as_prune)
+            assert _mine(db_engine, prune), "setup: the older release's triggers"
         report, _ = run_prunes(db_engine, [prune], RunOptions(batch_size=rng.randint(5, 100)))
-        what = f"seed {seed} case {case}: {count} rows{', beside a data migration' if other else ''}"
+        what = (f"seed {seed} case {case}: {count} rows{', beside a data migration' if other else ''}"
+                f"{', after an older release installed its triggers' if older else ''}")
         assert report.exit_code == 0, what + report.text()
         with db_engine.connect() as conn:
             left = set(conn.execute(sa.select(parents.c.id)).scalars())
@@ -134,9 +141,19 @@ def test_a_prune_leaves_no_completion_triggers_and_others_still_mark(db_engine, 
             marks = dict(conn.execute(sa.select(completion.dirty.c.migration, sa.func.count()).where(
                 completion.dirty.c.session_id != 0).group_by(completion.dirty.c.migration)).all())
         assert left == {r["id"] for r in rows if r["deleted"] is None}, what
-        mine = completion.trigger_name(prune.ledger_name, "pb_parents")
-        assert not [name for name in triggers if name.startswith(mine)], f"{what}: the prune installed triggers"
+        assert not _mine(db_engine, prune), f"{what}: the prune's triggers are there"
+        if other is not None:
+            theirs = completion.trigger_name(other.name, "pb_parents")
+            assert [name for name in triggers if name.startswith(theirs)], f"{what}: {other.name}'s triggers went"
         assert prune.ledger_name not in proofs and prune.ledger_name not in marks, what
         if other is not None and len(left) < count:
             assert marks.get(other.name), f"{what}: the prune's deletes left no mark for {other.name}"
         metadata.drop_all(db_engine)
+
+
+def _mine(engine: sa.Engine, prune: Prune) -> list[str]:
+    """The mark triggers named for *prune* on its table."""
+    with engine.connect() as conn:
+        triggers = completion.snapshot(conn).triggers
+    mine = completion.trigger_name(prune.ledger_name, prune.table.name)
+    return [name for name in triggers if name.startswith(mine)]
