@@ -305,6 +305,9 @@ def test_each_form_applies_once_the_data_is_migrated(tmp_path, db_url, backend, 
         pytest.skip(f"{backend}'s driver cannot send {form}")
     if form == "shadow_use_database":
         pytest.skip("USE in a revision moves alembic's and the journal's own tables too: it fails either way")
+    if form == "type_change_mysql":  # test_script_sql_mode.py pins that refusal
+        pytest.skip("MariaDB's strictness is re-asserted before the narrowing whatever the script set: values "
+                    "longer than one character make it fail (1406) once the data is migrated too")
     skip_most_on_servers(form, backend)
     app = expanded_app(tmp_path, db_url)
     try:
