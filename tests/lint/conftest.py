@@ -21,6 +21,15 @@ branch_labels = {labels!r}
 '''
 
 
+#: Operations a generated helper issues, each with the one code the linter must report for it in an expand
+#: (the helper-following tests: a helper's operations are judged as if the script ran them itself).
+HELPER_OPERATIONS = {
+    'op.drop_table("{t}")': "MP101",
+    'op.create_index("ix_{t}", "{t}", ["a"])': "MP113",
+    'op.alter_column("{t}", "a", nullable=False, existing_nullable=True)': "MP104",
+}
+
+
 def script(body: str, revision: str = "r1", down: str | None = None, labels=None, extra: str = "") -> str:
     """A revision module whose upgrade() runs *body* (downgrade drops things: it must never be linted)."""
     return (HEADER.format(revision=revision, down=down, labels=labels) + textwrap.dedent(extra)

@@ -16,14 +16,11 @@ import os
 import random
 import sys
 
+from .conftest import HELPER_OPERATIONS
+
 SEED = int(os.environ.get("MP_CLASS_HELPER_SEED") or random.randrange(10 ** 9))
 print(f"test_class_helpers: MP_CLASS_HELPER_SEED={SEED}")
 
-BODIES = {
-    'op.drop_table("{t}")': "MP101",
-    'op.create_index("ix_{t}", "{t}", ["a"])': "MP113",
-    'op.alter_column("{t}", "a", nullable=False, existing_nullable=True)': "MP104",
-}
 
 
 def _method(kind: str, name: str, params: str, body: str) -> str:
@@ -90,7 +87,7 @@ def test_methods_of_a_class_of_an_unimportable_package_are_followed(tmp_path, ru
         pkg = f"mpcls{round_}_" + "".join(rng.choice("abcdef") for _ in range(6))
         table = f"t{round_}_{rng.randrange(1000)}"
         orm = round_ == 0 or rng.random() < 0.25
-        body, code = rng.choice(list(BODIES.items()))
+        body, code = rng.choice(list(HELPER_OPERATIONS.items()))
         code = "MP107" if orm else code
         head, call = _package(rng, tmp_path, pkg, dep, body.format(t=table), orm)
         path = tmp_path / f"rev_{round_}.py"

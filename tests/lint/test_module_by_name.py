@@ -11,14 +11,11 @@ import os
 import random
 import sys
 
+from .conftest import HELPER_OPERATIONS
+
 SEED = int(os.environ.get("MP_MODULE_NAME_SEED") or random.randrange(10 ** 9))
 print(f"test_module_by_name: MP_MODULE_NAME_SEED={SEED}")
 
-BODIES = {
-    'op.drop_table("{t}")': "MP101",
-    'op.create_index("ix_{t}", "{t}", ["a"])': "MP113",
-    'op.alter_column("{t}", "a", nullable=False, existing_nullable=True)': "MP104",
-}
 
 
 def test_a_function_of_a_module_imported_by_name_is_followed(tmp_path, run_lint, monkeypatch):
@@ -34,7 +31,7 @@ def test_a_function_of_a_module_imported_by_name_is_followed(tmp_path, run_lint,
     (tmp_path / pkg / "versions" / "__init__.py").write_text("")
     for round_ in range(3):
         table = f"t{round_}_{rng.randrange(1000)}"
-        body, code = rng.choice(list(BODIES.items()))
+        body, code = rng.choice(list(HELPER_OPERATIONS.items()))
         function = rng.choice(["upgrade", "downgrade", "do_it"])
         modname = f"older_{round_}"
         (tmp_path / pkg / "versions" / f"{modname}.py").write_text(
