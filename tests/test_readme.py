@@ -53,14 +53,38 @@ def _fresh_copy(tmp_path: Path) -> Path:
     return copy
 
 
-def _run_as_written(command: str, cwd: Path, extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    # the distribution's python3 first on PATH, none of this test run's virtual environment
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "PIP_REQUIRE_VIRTUALENV")}
+#: Inherited from the run this test is part of, never passed on: its virtual environment, and tox's and
+#: pytest's own variables -- tox reads ``TOX_<SETTING>`` as its options, so the ``TOX_WORK_DIR`` the outer
+#: tox sets for its commands made the copy's tox re-create the *outer* run's ``.tox/py`` while other
+#: workers' tests ran from it (CI, ``-n 2``: 15 tests failed with "No module named 'sqlalchemy'").
+_INHERITED = ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "PIP_REQUIRE_VIRTUALENV")
+_INHERITED_PREFIXES = ("TOX", "PYTEST_", "_PYTEST")
+
+
+def _as_written_env(environ: dict[str, str], extra_env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment a README command runs in: the distribution's python3 first on PATH, nothing of
+    this test run's virtual environment, tox run or pytest run; then *extra_env*."""
+    env = {key: value for key, value in environ.items()
+           if key not in _INHERITED and not key.upper().startswith(_INHERITED_PREFIXES)}
     env["PATH"] = "/usr/sbin:/usr/bin:/sbin:/bin"
     env["DEBIAN_FRONTEND"] = "noninteractive"
     env.update(extra_env or {})
-    return subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=1800)
+    return env
+
+
+def test_a_readme_command_inherits_nothing_of_the_run_it_is_tested_in():
+    outer = {"HOME": "/root", "TOX_WORK_DIR": "/ci/.tox", "TOX_ENV_DIR": "/ci/.tox/py", "TOX_ENV_NAME": "py",
+             "TOXENV": "py", "TOX_PACKAGE": "/ci/.tox/.tmp/package/1/x.tar.gz", "PYTEST_XDIST_WORKER": "gw1",
+             "PYTEST_CURRENT_TEST": "tests/test_readme.py::t", "VIRTUAL_ENV": "/ci/.tox/py",
+             "PYTHONPATH": "/ci", "PATH": "/ci/.tox/py/bin:/usr/bin"}
+    env = _as_written_env(outer, {"TOX_OVERRIDE": "testenv.commands=pytest -q tests/test_layering.py"})
+    assert env == {"HOME": "/root", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "DEBIAN_FRONTEND": "noninteractive",
+                   "TOX_OVERRIDE": "testenv.commands=pytest -q tests/test_layering.py"}
+
+
+def _run_as_written(command: str, cwd: Path, extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "-c", command], cwd=cwd, env=_as_written_env(dict(os.environ), extra_env),
+                          capture_output=True, text=True, timeout=1800)
 
 
 @pytest.mark.slow
