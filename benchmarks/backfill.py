@@ -96,10 +96,10 @@ def runner(engine: sa.Engine, args) -> dict:
                               values={"dst": light.c.src})
     ranges = []
     if args.ranges:  # observe the key ranges of the batches that committed (for the bare loop)
-        from migrations_policy.data import yielding
+        from migrations_policy.data import runner as runner_module
 
-        def recording(conn, migration_, batch, _update=yielding.update):
-            done = _update(conn, migration_, batch)
+        def recording(walk, conn, batch, *more, _run_batch=runner_module._Walk._run_batch):
+            done = _run_batch(walk, conn, batch, *more)
             conn.info.setdefault("bench_ranges", []).append((batch.lower, batch.upper))
             return done
 
@@ -111,7 +111,7 @@ def runner(engine: sa.Engine, args) -> dict:
         def rolled_back(conn):
             conn.info.pop("bench_ranges", None)
 
-        yielding.update = recording
+        runner_module._Walk._run_batch = recording
     started = time.perf_counter()
     report = run(engine, Registry([migration]),
                  RunOptions(batch_size=args.batch_size, batch_seconds=args.batch_seconds_child or None))
