@@ -28,6 +28,15 @@ with the defaults (5,000 rows first, batches sized to 50 ms) >= 0.9x one UPDATE 
 PostgreSQL, >= 0.8x on MariaDB.
 
     python benchmarks/backfill.py --batch-seconds 0.05,0.03 --repeat 3
+    python benchmarks/backfill.py --backends postgresql,mysql --batch-sizes '' --orm-rows 0 --bare
+
+``--bare`` (the ceiling of batching): each round also runs a **bare batched loop** third, on a
+fresh table: the very key ranges the runner's batches of that round updated (recorded in the
+runner's child), one ``UPDATE ... WHERE id > lo AND id <= hi AND pending`` + ``COMMIT`` per
+range on one connection, and nothing else (no ledger, claims, completion marks, lock-wait
+settings, survey or final probe).  Each round prints runner / UPDATE, bare loop / UPDATE and
+runner / bare loop: what the runner adds to batching (its bookkeeping, ours to remove) against
+what batching itself costs (the price of being online).
     git worktree add /tmp/base main    # then: rounds A B C, C = main's runner
     python benchmarks/backfill.py --backends postgresql --batch-sizes '' --orm-rows 0 --versus /tmp/base
 """
@@ -85,14 +94,58 @@ def runner(engine: sa.Engine, args) -> dict:
     migration = DataMigration("bench_copy", table=light, key="id",
                               pending=sa.and_(light.c.dst.is_(None), light.c.src.is_not(None)),
                               values={"dst": light.c.src})
+    ranges = []
+    if args.ranges:  # observe the key ranges of the batches that committed (for the bare loop)
+        from migrations_policy.data import runner as runner_module
+
+        def recording(walk, conn, batch, *more, _run_batch=runner_module._Walk._run_batch):
+            done = _run_batch(walk, conn, batch, *more)
+            conn.info.setdefault("bench_ranges", []).append((batch.lower, batch.upper))
+            return done
+
+        @sa.event.listens_for(engine, "commit")
+        def committed(conn):
+            ranges.extend(conn.info.pop("bench_ranges", ()))
+
+        @sa.event.listens_for(engine, "rollback")
+        def rolled_back(conn):
+            conn.info.pop("bench_ranges", None)
+
+        runner_module._Walk._run_batch = recording
     started = time.perf_counter()
     report = run(engine, Registry([migration]),
                  RunOptions(batch_size=args.batch_size, batch_seconds=args.batch_seconds_child or None))
     seconds = time.perf_counter() - started
     [m] = report.migrations
     assert m.state == "complete", report.text()
+    if args.ranges:
+        with open(args.ranges, "w") as fh:
+            json.dump(ranges, fh)
     return {"rows": m.migrated, "seconds": seconds, "longest_batch": m.longest_batch_seconds,
             "strategy": m.strategy, "batches": m.batches, "batch_sizes": m.batch_sizes}
+
+
+def bare_loop(engine: sa.Engine, args) -> dict:
+    """The ceiling of batching: the runner's key ranges (``--ranges``), one UPDATE + COMMIT each,
+    on one connection, nothing else."""
+    with open(args.ranges) as fh:
+        ranges = json.load(fh)
+    rows, longest = 0, 0.0
+    started = time.perf_counter()
+    with engine.connect() as conn:
+        for low, high in ranges:
+            batch_started = time.perf_counter()
+            where = [bench.c.id <= high, PENDING] + ([] if low is None else [bench.c.id > low])
+            rows += conn.execute(sa.update(bench).where(*where).values(dst=bench.c.src)).rowcount
+            conn.commit()
+            longest = max(longest, time.perf_counter() - batch_started)
+    seconds = time.perf_counter() - started
+    with engine.connect() as conn:
+        left = conn.execute(sa.select(sa.func.count()).select_from(bench).where(PENDING)).scalar()
+    assert left == 0, f"the bare loop left {left} rows pending"
+    sizes = [high - low for low, high in ranges if low is not None]
+    return {"rows": rows, "seconds": seconds, "longest_batch": longest, "batches": len(ranges),
+            "batch_sizes": (min(sizes), max(sizes)) if sizes else None}
 
 
 def orm_loop(engine: sa.Engine, args) -> dict:
@@ -113,7 +166,7 @@ def orm_loop(engine: sa.Engine, args) -> dict:
     return {"rows": done, "seconds": time.perf_counter() - started, "longest_batch": longest}
 
 
-METHODS = {"single": single_update, "runner": runner, "orm": orm_loop}
+METHODS = {"single": single_update, "runner": runner, "orm": orm_loop, "bare": bare_loop}
 
 
 def child(args) -> None:
@@ -145,7 +198,7 @@ def vacuum(engine: sa.Engine) -> None:
 
 
 def measure(url: sa.URL, method: str, rows: int, batch_size: int, orm_rows: int, done_before: int = 0,
-            batch_seconds: float = 0.0, tree: str | None = None) -> dict:
+            batch_seconds: float = 0.0, tree: str | None = None, ranges: str | None = None) -> dict:
     """Run *method* in a child on a fresh table whose first *done_before* rows are already migrated;
     *tree*: a checkout whose ``migrations_policy`` the child imports (another version's runner)."""
     engine = sa.create_engine(url)
@@ -157,6 +210,8 @@ def measure(url: sa.URL, method: str, rows: int, batch_size: int, orm_rows: int,
     engine.dispose()
     cmd = [sys.executable, __file__, "--child", method, "--url", url.render_as_string(hide_password=False),
            "--batch-size", str(batch_size), "--batch-target", str(batch_seconds), "--orm-rows", str(orm_rows)]
+    if ranges is not None:
+        cmd += ["--ranges", ranges]
     env = None if tree is None else {**os.environ, "PYTHONPATH": tree}
     out = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
     if out.returncode:
@@ -167,15 +222,26 @@ def measure(url: sa.URL, method: str, rows: int, batch_size: int, orm_rows: int,
 
 
 def interleaved(repeat: int, url: sa.URL, rows: int, method: str, batch_size: int, batch_seconds: float = 0.0,
-                tree: str | None = None) -> tuple[dict, list[float], list[dict]]:
-    """*repeat* rounds A B (A B C with *tree*): the single UPDATE on a fresh table, then *method* on
-    a fresh table (then *method* of the checkout *tree*); (*method*'s median round, the per-round
-    ratios of its rows/s to the UPDATE's, the UPDATEs).  With *tree*, each round's ratio of this
-    runner to *tree*'s is printed, and their median."""
+                tree: str | None = None, bare: bool = False) -> tuple[dict, list[float], list[dict]]:
+    """*repeat* rounds A B (A B C with *tree* or *bare*): the single UPDATE on a fresh table, then
+    *method* on a fresh table (then *method* of the checkout *tree*, or the bare batched loop over
+    the same key ranges); (*method*'s median round, the per-round ratios of its rows/s to the
+    UPDATE's, the UPDATEs).  With *tree*, each round's ratio of this runner to *tree*'s is printed,
+    and their median; with *bare*, runner / UPDATE, bare loop / UPDATE and runner / bare loop."""
     results, ratios, singles, versus = [], [], [], []
+    bares = []
+    ranges = os.path.join(tempfile.mkdtemp(prefix="mp-bench-ranges-"), "ranges.json") if bare else None
     for _ in range(repeat):
         single = measure(url, "single", rows, 0, 0)
-        result = measure(url, method, rows, batch_size, 0, batch_seconds=batch_seconds)
+        result = measure(url, method, rows, batch_size, 0, batch_seconds=batch_seconds, ranges=ranges)
+        if bare:
+            loop = measure(url, "bare", rows, 0, 0, ranges=ranges)
+            u, r, b = single["rows_per_s"], result["rows_per_s"], loop["rows_per_s"]
+            bares.append((r / u, b / u, r / b))
+            print(f"  round: UPDATE {single['seconds']:.2f} s, runner {result['seconds']:.2f} s "
+                  f"({result['batches']} batches {result.get('batch_sizes')}), bare loop {loop['seconds']:.2f} s "
+                  f"({loop['batches']} batches); runner/UPDATE {r / u:.2f}, bare/UPDATE {b / u:.2f}, "
+                  f"runner/bare {r / b:.2f}", flush=True)
         if tree is not None:
             other = measure(url, method, rows, batch_size, 0, batch_seconds=batch_seconds, tree=tree)
             versus.append(result["rows_per_s"] / other["rows_per_s"])
@@ -187,6 +253,12 @@ def interleaved(repeat: int, url: sa.URL, rows: int, method: str, batch_size: in
         results.append(result)
         ratios.append(result["rows_per_s"] / single["rows_per_s"])
     middle = sorted(range(repeat), key=lambda i: ratios[i])[(repeat - 1) // 2]
+    if bares:
+        print("  per round runner/UPDATE " + ", ".join(f"{x[0]:.2f}" for x in bares)
+              + f" (median {statistics.median(x[0] for x in bares):.2f}); bare/UPDATE "
+              + ", ".join(f"{x[1]:.2f}" for x in bares) + f" (median {statistics.median(x[1] for x in bares):.2f}); "
+              "runner/bare " + ", ".join(f"{x[2]:.2f}" for x in bares)
+              + f" (median {statistics.median(x[2] for x in bares):.2f})", flush=True)
     if versus:
         print(f"  this runner x {tree}'s, per round: " + ", ".join(f"{v:.2f}" for v in versus)
               + f"; median {statistics.median(versus):.2f}x", flush=True)
@@ -197,7 +269,7 @@ ORM_SAMPLES = (0.25, 0.5, 0.75)  # besides the start: how far done the table is 
 
 
 def bench_backend(name: str, url: sa.URL, rows: int, batch_sizes: list[int], batch_seconds: list[float],
-                  orm_rows: int, repeat: int = 1, tree: str | None = None) -> list[dict]:
+                  orm_rows: int, repeat: int = 1, tree: str | None = None, bare: bool = False) -> list[dict]:
     """Each runner configuration in *repeat* interleaved rounds with the single UPDATE (A B A B):
     its figure is the median of the per-round ratios, since a shared machine's load varies more
     between minutes than between two neighbouring runs."""
@@ -205,7 +277,7 @@ def bench_backend(name: str, url: sa.URL, rows: int, batch_sizes: list[int], bat
         [(f"runner ≤{target * 1000:g}ms", 5000, target) for target in batch_seconds]
     results, singles = [], []
     for label, size, target in configs:
-        result, ratios, paired = interleaved(repeat, url, rows, "runner", size, target, tree)
+        result, ratios, paired = interleaved(repeat, url, rows, "runner", size, target, tree, bare)
         singles.extend(paired)
         results.append({"method": label, **result, "ratios": ratios, "x_update": statistics.median(ratios)})
         print(f"{name} {rows:,} rows {label}: per-round x UPDATE " + ", ".join(f"{r:.2f}" for r in ratios)
@@ -251,7 +323,10 @@ def main() -> None:
     parser.add_argument("--json", metavar="FILE", help="also write every result to FILE")
     parser.add_argument("--versus", metavar="DIR",
                         help="a checkout of another version (git worktree): its runner runs third in every round")
+    parser.add_argument("--bare", action="store_true",
+                        help="each round also runs the bare batched loop over the runner's key ranges (the ceiling)")
     parser.add_argument("--child", choices=METHODS, help=argparse.SUPPRESS)
+    parser.add_argument("--ranges", help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--batch-size", type=int, default=5000, help=argparse.SUPPRESS)
     parser.add_argument("--batch-target", type=float, default=0.0, dest="batch_seconds_child", help=argparse.SUPPRESS)
@@ -280,7 +355,7 @@ def main() -> None:
         try:
             for rows in (int(n) for n in args.rows.split(",")):
                 everything[f"{backend}:{rows}"] = bench_backend(backend, url, rows, batch_sizes, batch_seconds,
-                                                                  args.orm_rows, args.repeat, args.versus)
+                                                                  args.orm_rows, args.repeat, args.versus, args.bare)
         finally:
             if server is not None:
                 server.stop()

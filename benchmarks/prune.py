@@ -16,6 +16,13 @@ Rounds interleave (single DELETE, prune, single DELETE, prune ...) and each prin
     python benchmarks/prune.py                                   # 1M rows on PostgreSQL and MariaDB, 3 rounds
     python benchmarks/prune.py --rows 200000 --backends sqlite,postgresql --shadow --rounds 5
     python benchmarks/prune.py --versus /tmp/base     # a checkout of another version: its prune third in each round
+    python benchmarks/prune.py --bare                 # the ceiling of batching, third (or fourth) in each round
+
+``--bare``: each round also runs a **bare batched loop** on a freshly filled table: the key
+ranges the prune's batches committed in that round, one ``DELETE ... WHERE id > lo AND id <= hi
+AND prunable`` (with ``--shadow``: the ``INSERT ... SELECT`` copy first) + ``COMMIT`` per range,
+nothing else (no ledger, claims, reference check, lock-wait settings or final probe); printed:
+bare / DELETE and prune / bare per round and their medians.
 """
 
 from __future__ import annotations
@@ -75,14 +82,68 @@ def single_delete(engine: sa.Engine, with_shadow: bool) -> float:
     return time.perf_counter() - started
 
 
-def pruned(engine: sa.Engine, with_shadow: bool, size: int, seconds: float | None) -> tuple[float, int]:
+def pruned(engine: sa.Engine, with_shadow: bool, size: int, seconds: float | None,
+           ranges: list | None = None) -> tuple[float, int]:
+    """``dbsync prune``'s engine; *ranges*: filled with the key ranges of the batches that committed."""
     prune = Prune("bench", table=items, key="id", where=PRUNABLE,
                   shadow="bench_prune_shadow" if with_shadow else None)
-    started = time.perf_counter()
-    report, _ = run_prunes(engine, [prune], RunOptions(batch_size=size, batch_seconds=seconds))
-    elapsed = time.perf_counter() - started
+    undo = _record_ranges(engine, ranges) if ranges is not None else None
+    try:
+        started = time.perf_counter()
+        report, _ = run_prunes(engine, [prune], RunOptions(batch_size=size, batch_seconds=seconds))
+        elapsed = time.perf_counter() - started
+    finally:
+        if undo is not None:
+            undo()
     assert report.exit_code == 0, report.text()
     return elapsed, report.migrated
+
+
+def _record_ranges(engine: sa.Engine, ranges: list):
+    """Observe the batches' key ranges (kept on commit); returns the function that stops observing."""
+    from migrations_policy.data import runner as runner_module
+
+    original = runner_module._Walk._run_batch
+
+    def recording(walk, conn, batch, *more):
+        done = original(walk, conn, batch, *more)
+        conn.info.setdefault("bench_ranges", []).append((batch.lower, batch.upper))
+        return done
+
+    def committed(conn):
+        ranges.extend(conn.info.pop("bench_ranges", ()))
+
+    def rolled_back(conn):
+        conn.info.pop("bench_ranges", None)
+
+    runner_module._Walk._run_batch = recording
+    sa.event.listen(engine, "commit", committed)
+    sa.event.listen(engine, "rollback", rolled_back)
+
+    def undo():
+        runner_module._Walk._run_batch = original
+        sa.event.remove(engine, "commit", committed)
+        sa.event.remove(engine, "rollback", rolled_back)
+    return undo
+
+
+def bare_loop(engine: sa.Engine, with_shadow: bool, ranges: list) -> tuple[float, int]:
+    """The ceiling of batching: *ranges*, one DELETE (the copy first with a shadow) + COMMIT each."""
+    rows = 0
+    started = time.perf_counter()
+    with engine.connect() as conn:
+        for low, high in ranges:
+            where = [items.c.id <= high, PRUNABLE] + ([] if low is None else [items.c.id > low])
+            if with_shadow:
+                conn.execute(sa.insert(shadow).from_select(["id", "payload", "deleted"],
+                                                           sa.select(items).where(*where)))
+            rows += conn.execute(sa.delete(items).where(*where)).rowcount
+            conn.commit()
+    elapsed = time.perf_counter() - started
+    with engine.connect() as conn:
+        left = conn.execute(sa.select(sa.func.count()).select_from(items).where(PRUNABLE)).scalar()
+    assert left == 0, f"the bare loop left {left} prunable rows"
+    return elapsed, rows
 
 
 def pruned_by(tree: str, url: str, with_shadow: bool, size: int, seconds: float | None) -> tuple[float, int]:
@@ -119,6 +180,8 @@ def main() -> None:
     parser.add_argument("--shadow", action="store_true", help="copy to a shadow table first")
     parser.add_argument("--versus", metavar="DIR",
                         help="a checkout of another version (git worktree): its prune runs third in every round")
+    parser.add_argument("--bare", action="store_true",
+                        help="each round also runs the bare batched loop over the prune's key ranges (the ceiling)")
     parser.add_argument("--child", metavar="URL", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:  # run by pruned_by: this checkout's prune on a filled table
@@ -134,12 +197,14 @@ def main() -> None:
                       f"; prune with batch_size={args.batch_size}, batch_seconds={args.batch_seconds}")
                 print(f"  {'round':<6} {'DELETE s':>9} {'prune s':>8} {'prune rows/s':>13} {'x DELETE':>9}"
                       + (f" {'versus s':>9} {'x DELETE':>9} {'this/versus':>12}" if args.versus else ""))
-                ratios, others, speedups = [], [], []
+                ratios, others, speedups, bares = [], [], [], []
                 for number in range(1, args.rounds + 1):  # A B A B: the others' load hits both alike
                     fill(engine, args.rows)
                     baseline = single_delete(engine, args.shadow)
                     fill(engine, args.rows)
-                    elapsed, rows = pruned(engine, args.shadow, args.batch_size, args.batch_seconds or None)
+                    ranges = [] if args.bare else None
+                    elapsed, rows = pruned(engine, args.shadow, args.batch_size, args.batch_seconds or None,
+                                           ranges)
                     assert rows == deleted, (rows, deleted)
                     ratios.append(baseline / elapsed)
                     line = (f"  {number:<6} {baseline:>9.2f} {elapsed:>8.2f} {rows / elapsed:>13,.0f} "
@@ -153,9 +218,21 @@ def main() -> None:
                         others.append(baseline / other)
                         speedups.append(other / elapsed)
                         line += f" {other:>9.2f} {others[-1]:>9.2f} {speedups[-1]:>12.2f}"
+                    if args.bare:
+                        fill(engine, args.rows)
+                        loop, loop_rows = bare_loop(engine, args.shadow, ranges)
+                        assert loop_rows == deleted, (loop_rows, deleted)
+                        bares.append((baseline / loop, loop / elapsed))
+                        line += (f"  bare loop {loop:.2f} s over {len(ranges)} batches: bare x DELETE "
+                                 f"{bares[-1][0]:.2f}, prune x bare {bares[-1][1]:.2f}")
                     print(line, flush=True)
                 print(f"  median x DELETE: {statistics.median(ratios):.2f}  (per round: "
                       f"{', '.join(f'{r:.2f}' for r in ratios)})")
+                if bares:
+                    print(f"  bare loop x DELETE: median {statistics.median(b[0] for b in bares):.2f} (per round: "
+                          f"{', '.join(f'{b[0]:.2f}' for b in bares)}); prune x bare loop: median "
+                          f"{statistics.median(b[1] for b in bares):.2f} (per round: "
+                          f"{', '.join(f'{b[1]:.2f}' for b in bares)})")
                 if args.versus:
                     print(f"  {args.versus}'s median x DELETE: {statistics.median(others):.2f}  (per round: "
                           f"{', '.join(f'{r:.2f}' for r in others)}); this x {args.versus}'s: "
