@@ -88,7 +88,7 @@ def type_facts(type_: Any) -> TypeFacts | None:
         kind = "string"
     else:
         kind = "other"
-    if kind == "other":
+    if kind in ("other", "enum"):  # (the length, collation and character set of a string type only)
         return TypeFacts(kind, enums=members)
     return TypeFacts(kind, type_.length, type_.collation, getattr(type_, "charset", None), members)
 
