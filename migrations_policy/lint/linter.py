@@ -219,18 +219,14 @@ def _replay_all(files: list[Path], missing: list[tuple[Path, str]], resolver: Ph
 STATIC_ENV = "MIGRATIONS_POLICY_LINT_STATIC"
 
 
-def _static_verdicts(missing: list[tuple[Path, str]], options: Options) -> dict[int, list]:
-    """index -> the findings (cached lists) of each task ``lint.static`` reads without running it."""
+def _static_verdicts(missing: list[tuple[Path, str]], options: Options, jobs: int | None = None) -> dict[int, list]:
+    """index -> the findings (cached lists) of each task ``lint.static`` reads without running it (over
+    ``--jobs`` processes when there are many: ``lint.static_parallel``)."""
     if not missing or os.environ.get(STATIC_ENV, "").strip() == "0":
         return {}
-    from migrations_policy.lint.static import analyse
+    from migrations_policy.lint.static_parallel import read_all
 
-    found = {}
-    for index, (path, file_phase) in enumerate(missing):
-        hits = analyse(path, file_phase, options)
-        if hits is not None:
-            found[index] = [hit.to_list() for hit in hits]
-    return found
+    return read_all(missing, options, jobs)
 
 
 def _with_statics(count: int, statics: dict[int, list], analysis):
@@ -320,7 +316,7 @@ def run(
     report = LintReport(files=len(selection.files), paths=[printable_path(str(path)) for path in selection.files],
                         baseline=selection.baseline, excluded=selection.excluded)  # paths printable as Finding.path
     # plain scripts read here, without running them nor importing alembic (``lint.static``); the rest is run
-    statics = _static_verdicts(missing, options) if replay is None else {}
+    statics = _static_verdicts(missing, options, jobs) if replay is None else {}
     rest = [task for index, task in enumerate(missing) if index not in statics]
     spawned = None
     if rest and replay is None:  # the worker imports and analyses while this process does the rest below
