@@ -190,9 +190,17 @@ def _script(rng: random.Random, index: int) -> str:
             lines[-1] += f"  # migrations-policy: ignore[{code}]" + rng.choice([" reason", ""])
     if rng.random() < 0.3:
         lines.append("    pass")
-    lines += ["", "", "def downgrade() -> None:", "    op.drop_table('x')", ""]
+    lines += ["", "", "def downgrade() -> None:", "    " + rng.choice(DOWNGRADES), ""]
     return "\n".join(lines)
 
+
+#: ``downgrade()`` bodies (never run): some that only the compiler refuses, so running the script gives MP000.
+DOWNGRADES = ["op.drop_table('x')", "pass", "op.drop_column('t', 'c')\n    op.drop_index(op.f('ix'), table_name='t')",
+              "with op.batch_alter_table('t') as batch_op:\n        batch_op.drop_column('x')",
+              "op.alter_column('t', 'c', existing_type=sa.VARCHAR(length=5), nullable=True)",
+              "x = op.f('a')\n    op.drop_table(x)", "op.drop_table('x', schema='a', schema='b')", "break",
+              "__debug__ = 1", "op.drop_table(__debug__=1)", "return", "for t in 'ab':\n        continue",
+              "def inner(a, a):\n        pass", "from os import *"]
 
 DIALECT_SETS = [("postgresql",), ("mysql",), ("sqlite",), ("postgresql", "mysql", "sqlite"), ("mysql", "postgresql")]
 
@@ -213,7 +221,7 @@ def test_static_findings_equal_running_the_script(tmp_path):
         expected = engine.analyse(path, phase, options)
         assert [h.to_list() for h in found] == [h.to_list() for h in expected], (SEED, index, options.dialects,
                                                                                  phase, text)
-    assert accepted >= COUNT // 3, (SEED, accepted, COUNT)  # the grammar is mostly within the tables
+    assert accepted >= COUNT // 5, (SEED, accepted, COUNT)  # much of the grammar is within the tables
 
 
 PLAIN_HEAD = ("from alembic import op\nimport sqlalchemy as sa\nfrom sqlalchemy.dialects import postgresql\n"
