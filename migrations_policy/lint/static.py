@@ -399,56 +399,6 @@ def _literal(node: ast.AST, depth: int):
 
 
 # -- the whole script ------------------------------------------------------------------------------------------------
-#: Nodes the compiler refuses only for the reasons ``_needs_compiling`` looks for (a script made of these
-#: alone is compiled exactly when the parser accepts it, and no such reason is found).
-_COMPILES = frozenset({ast.Module, ast.Expr, ast.Call, ast.Attribute, ast.Name, ast.Constant, ast.keyword, ast.List,
-                       ast.Tuple, ast.Dict, ast.Load, ast.Store, ast.Pass, ast.With, ast.withitem, ast.Import,
-                       ast.ImportFrom, ast.alias, ast.Assign, ast.AnnAssign, ast.FunctionDef, ast.arguments, ast.arg,
-                       ast.Subscript, ast.BinOp, ast.BitOr, ast.UnaryOp, ast.USub, ast.Not})
-#: Fewer ``with`` blocks than the compiler's limit of statically nested blocks (20), whatever their nesting.
-_MAX_WITH = 19
-
-
-def _needs_compiling(tree: ast.Module) -> bool:
-    """Whether *tree* must be compiled to know that Python accepts it: it holds a node outside ``_COMPILES``,
-    or one of the compiler's own refusals among them (a name ``__debug__`` anywhere, a keyword argument
-    repeated, an argument name repeated, a default value, ``import *``, ``from __future__``, too many blocks).
-    Parsing and compiling cost about the same; most plain scripts need only the parse."""
-    blocks = 0
-    for node in ast.walk(tree):
-        kind = type(node)
-        if kind not in _COMPILES:
-            return True
-        if kind is ast.Name:
-            if node.id == "__debug__":
-                return True
-        elif kind is ast.Call:
-            names = [k.arg for k in node.keywords if k.arg is not None]
-            if len(set(names)) != len(names) or "__debug__" in names:
-                return True
-        elif kind is ast.FunctionDef:
-            arguments = node.args
-            every = [a.arg for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs
-                     + [a for a in (arguments.vararg, arguments.kwarg) if a]]
-            if node.name == "__debug__" or "__debug__" in every or len(set(every)) != len(every) \
-                    or arguments.defaults or any(arguments.kw_defaults):
-                return True
-        elif kind is ast.Attribute:
-            if node.attr == "__debug__":
-                return True
-        elif kind is ast.alias:
-            if "__debug__" in (node.name, node.asname) or node.name == "*":
-                return True
-        elif kind is ast.ImportFrom:
-            if node.module == "__future__" or node.level:
-                return True
-        elif kind is ast.With:
-            blocks += 1
-            if blocks > _MAX_WITH:
-                return True
-    return False
-
-
 def recordings(tree: ast.Module, source: str, filename: str, dialects: tuple[str, ...]) -> dict[str, list] | None:
     """``{dialect: [(operation, line)]}`` as ``engine`` records them (one list shared by every dialect when the
     source never mentions the dialect), or None: the script is outside what this module reads."""
@@ -486,8 +436,7 @@ def analyse(path: Path, phase: str, options) -> list | None:
         source = data.decode("utf-8-sig")
         filename = str(path)
         tree = ast.parse(source, filename)
-        if _needs_compiling(tree):  # what only the compiler refuses (``break`` outside a loop, ``f(a=1, a=2)``)
-            compile(tree, filename, "exec", dont_inherit=True)
+        compile(tree, filename, "exec", dont_inherit=True)  # what only the compiler refuses (``break`` outside a loop)
         results = recordings(tree, source, filename, options.dialects)
         if results is None:
             return None
