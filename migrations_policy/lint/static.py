@@ -343,7 +343,9 @@ def _constraint_of(kind: str):
     (``fk``), ``CheckConstraint(sql)``: the local columns it names (``create_table`` checks they exist)."""
     def build(script: _Script, call: ast.Call) -> _Constraint:
         positional, keywords = script.plain_arguments(call)
-        _check(set(keywords) <= {"name"} and (keywords.get("name") is None or type(keywords["name"]) is str))
+        for name, value in keywords.items():  # (a foreign key's options too: ondelete, onupdate, ...)
+            _check(name == "name" or kind == "fk" and name in names.FOREIGN_KEY_KEYWORDS)
+            _check(value is None or type(value) is str)
         if kind == "check":
             _check(len(positional) == 1 and (type(positional[0]) is str or isinstance(positional[0], _Text)))
             return _Constraint(kind, [])

@@ -125,7 +125,9 @@ def _operation(rng: random.Random, table: str, batch: bool) -> str:
     if kind == 14 and not batch:
         columns = [_column(rng, name) for name in rng.sample(["id", "a", "b", "c"], rng.randint(1, 4))]
         constraints = rng.sample(["sa.PrimaryKeyConstraint('id')", "sa.UniqueConstraint('a')",
-                                  "sa.ForeignKeyConstraint(['b'], ['p.id'])", "sa.CheckConstraint('a > 0')",
+                                  "sa.ForeignKeyConstraint(['b'], ['p.id'])",
+                                  "sa.ForeignKeyConstraint(['b'], ['p.id'], ondelete='CASCADE', name='fk_b')",
+                                  "sa.UniqueConstraint('a', name=op.f('uq_a'))", "sa.CheckConstraint('a > 0')",
                                   "sa.PrimaryKeyConstraint('id', name='pk_x')"], rng.randint(0, 2))
         extra = rng.choice(["", ", schema='s'", ", mysql_engine='InnoDB'", ", comment='t'", ", if_not_exists=True"])
         return f"create_table('n{n}', {', '.join(columns + constraints)}{extra})"
