@@ -30,10 +30,12 @@ def _read(tasks: list[tuple[int, Path, str]], options) -> dict[int, list]:
 
 def read_all(missing: list[tuple[Path, str]], options, jobs: int | None = None) -> dict[int, list]:
     """index -> the findings of each ``(path, phase)`` of *missing* that ``lint.static`` reads (the cached lists)."""
+    tasks = [(index, path, phase) for index, (path, phase) in enumerate(missing)]
+    if len(tasks) < 2 * MIN_SHARE or not hasattr(os, "fork"):
+        return _read(tasks, options)  # (a pre-commit run: not even lint.parallel is imported)
     from migrations_policy.lint.parallel import jobs as job_count
 
-    tasks = [(index, path, phase) for index, (path, phase) in enumerate(missing)]
-    processes = min(job_count(jobs), len(tasks) // MIN_SHARE) if hasattr(os, "fork") else 1
+    processes = min(job_count(jobs), len(tasks) // MIN_SHARE)
     if processes <= 1:
         return _read(tasks, options)
     import ast  # (imported before the fork: each child would import it again)
