@@ -39,6 +39,8 @@ class _Script:
         #: local name -> ("op",) / ("module", module) / ("sa", module, name) / ("typing", name) / ("const", value)
         #: / ("def", node) / ("future",)
         self.bound: dict[str, tuple] = {}
+        #: The name of the batch block being read (``batch_op``: its ``f()`` is ``op.f()``).
+        self.batch_name: str | None = None
 
     def bind(self, name: str, what: tuple) -> None:
         _check(name not in self.bound and name not in _BUILTINS)  # each name bound once: its value is known
@@ -163,12 +165,16 @@ class _Script:
         _check(type(table) is str)
         for value in given.values():
             _check(_is_literal(value))
-        with rec.batch(table, recreate, line):
-            for inner in statement.body:
-                if _skipped(inner):
-                    continue
-                _check(isinstance(inner, ast.Expr) and isinstance(inner.value, ast.Call))
-                self.operation(inner.value, rec, (target.id, table))
+        self.batch_name = target.id
+        try:
+            with rec.batch(table, recreate, line):
+                for inner in statement.body:
+                    if _skipped(inner):
+                        continue
+                    _check(isinstance(inner, ast.Expr) and isinstance(inner.value, ast.Call))
+                    self.operation(inner.value, rec, (target.id, table))
+        finally:
+            self.batch_name = None
 
     def is_op(self, func: ast.AST) -> bool:
         return (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
@@ -241,7 +247,8 @@ class _Script:
 
     def call(self, node: ast.Call, depth: int):
         func = node.func
-        if self.is_op(func):
+        if self.is_op(func) or (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+                                and func.value.id == self.batch_name):  # op.f(), batch_op.f()
             _check(func.attr == "f" and len(node.args) == 1 and not node.keywords)
             name = self.value(node.args[0], depth + 1)
             _check(type(name) is str)
@@ -345,7 +352,7 @@ def _constraint_of(kind: str):
         positional, keywords = script.plain_arguments(call)
         for name, value in keywords.items():  # (a foreign key's options too: ondelete, onupdate, ...)
             _check(name == "name" or kind == "fk" and name in names.FOREIGN_KEY_KEYWORDS)
-            _check(value is None or type(value) is str)
+            _check(value is None or type(value) is str or name == "name" and isinstance(value, _Conv))
         if kind == "check":
             _check(len(positional) == 1 and (type(positional[0]) is str or isinstance(positional[0], _Text)))
             return _Constraint(kind, [])

@@ -85,7 +85,9 @@ _types(SA, "Boolean BOOLEAN", "other", positional=("create_constraint", "name"),
 _types(PG, "INTEGER BIGINT SMALLINT", "other", True)
 _types(PG, "VARCHAR", "string", **_STRING)
 _types(PG, "TEXT CITEXT", "text", **_STRING)
-_types(PG, "INET CIDR BYTEA DOUBLE_PRECISION TSVECTOR MONEY HSTORE DATE", "other")
+_types(PG, "INET CIDR BYTEA TSVECTOR MONEY HSTORE DATE", "other")
+_types(PG, "DOUBLE_PRECISION", "other", positional=("precision", "asdecimal"),
+       keywords={"precision": OPT_INT, "asdecimal": BOOL})
 _types(PG, "JSONB JSON", "other", positional=("none_as_null", "astext_type"),  # autogenerate: astext_type=sa.Text()
        keywords={"none_as_null": BOOL, "astext_type": TYPE})
 _types(PG, "UUID", "other", positional=("as_uuid",), keywords={"as_uuid": BOOL})

@@ -367,6 +367,16 @@ def upgrade() -> None:
                type_=sa.String(length=100),
                existing_nullable=False)
     op.drop_column('user', 'legacy')
+    with op.batch_alter_table('user', schema=None) as batch_op:
+        batch_op.add_column(sa.Column('score', postgresql.DOUBLE_PRECISION(precision=53), nullable=True))
+        batch_op.create_index(batch_op.f('ix_user_score'), ['score'], unique=False)
+        batch_op.create_unique_constraint(batch_op.f('uq_user_score'), ['score'])
+    op.create_table('audit',
+    sa.Column('id', sa.Uuid(), nullable=False),
+    sa.Column('account_id', sa.Integer(), nullable=True),
+    sa.ForeignKeyConstraint(['account_id'], ['account.id'], name=op.f('fk_audit_account_id_account')),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_audit'))
+    )
     # ### end Alembic commands ###
 
 
