@@ -141,10 +141,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--with-deps", metavar="PYTHON",
                         help="also lint with this interpreter (a virtualenv where the projects are installed)")
     parser.add_argument("--compare-jobs", action="store_true", help="also check 1 worker gives what 2 give")
+    parser.add_argument("--static-only", action="store_true",
+                        help="only count the scripts lint.static reads without running them, and check each "
+                             "one's findings equal running it (in this process)")
     args = parser.parse_args(argv)
     cache = _cache_dir(args.cache)
     (cache / "wheels").mkdir(parents=True, exist_ok=True)
     print(f"wheels and extracted trees in {cache}")
+    if args.static_only:
+        return _static_only(args, cache)
     pythons = [("no deps", sys.executable)] + ([("with deps", args.with_deps)] if args.with_deps else [])
     failures = 0
     header = (f"{'tree':44} {'deps':9} {'scripts':>7} {'MP000':>5} {'MP000%':>6} {'MP001':>5} {'findings':>8} "
@@ -185,6 +190,45 @@ def main(argv: list[str] | None = None) -> int:
         for reason, count in reasons:
             print(f"  {name.split('/')[0][:40]:40} {count:4}  {reason}")
     return 1 if failures else 0
+
+
+def _static_only(args, cache: Path) -> int:
+    """Per tree: the scripts ``lint.static`` reads (plain: no worker, no alembic import), and whether each one's
+    findings equal ``engine.analyse``'s, which runs it offline (as expand, on the dialects linted)."""
+    sys.path.insert(0, str(ROOT))
+    from migrations_policy.lint import engine, static
+    from migrations_policy.lint.options import Options
+
+    options = Options(dialects=tuple(args.dialect or ("postgresql", "mysql", "sqlite")))
+    print(f"{'tree':44} {'scripts':>7} {'static':>6} {'static%':>7} {'differ':>6} {'ms/script':>9}")
+    total = [0, 0, 0]
+    for project in args.project or PROJECTS:
+        wheel = _wheel(project, cache / "wheels")
+        if wheel is None:
+            print(f"{project:44} (no wheel downloaded)")
+            continue
+        root = _extract(wheel, cache / "extracted")
+        for tree in _trees(root):
+            scripts = _scripts(tree)
+            read, differ, seconds = 0, [], 0.0
+            for script in scripts:
+                start = time.process_time()
+                found = static.analyse(script, "expand", options)
+                seconds += time.process_time() - start
+                if found is None:
+                    continue
+                read += 1
+                if found != engine.analyse(script, "expand", options):
+                    differ.append(script.name)
+            name = str(tree.relative_to(root.parent))
+            print(f"{name[-44:]:44} {len(scripts):7} {read:6} {100.0 * read / max(1, len(scripts)):7.1f} "
+                  f"{len(differ):6} {1000 * seconds / max(1, len(scripts)):9.2f}  {' '.join(differ[:5])}", flush=True)
+            total[0] += len(scripts)
+            total[1] += read
+            total[2] += len(differ)
+    print(f"total: {total[0]} scripts, {total[1]} read by lint.static ({100.0 * total[1] / max(1, total[0]):.1f}%), "
+          f"{total[2]} with other findings than running them")
+    return 1 if total[2] else 0
 
 
 if __name__ == "__main__":

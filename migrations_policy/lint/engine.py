@@ -30,7 +30,7 @@ from migrations_policy.lint.options import Options
 
 UNLOADABLE, OFFLINE, IGNORE_NO_REASON, UNUSED_IGNORE, UNKNOWN_OPERATION = "MP000", "MP001", "MP002", "MP003", "MP005"
 #: A script that never mentions these runs the same on every dialect: record it once.
-_DIALECT_DEPENDENT = re.compile(r"dialect|get_bind|get_context|bind\b|engine")
+DIALECT_DEPENDENT = re.compile(r"dialect|get_bind|get_context|bind\b|engine")
 
 
 @dataclass(frozen=True)
@@ -228,7 +228,7 @@ def analyse(path: Path, phase: str, options: Options, source: str | None = None,
             upgrade = getattr(module, "upgrade", None)
             if not callable(upgrade):
                 raise LoadError("no upgrade() function in the script")
-            dependent = bool(_DIALECT_DEPENDENT.search(source)) or bool(notes.failed)
+            dependent = bool(DIALECT_DEPENDENT.search(source)) or bool(notes.failed)
             if record is None:
                 results = _record_all(module, source, upgrade, path, options, hits, dependent, notes)
             else:  # lint --replay: what could not be imported raises when used (missing.MissingError)
@@ -244,6 +244,13 @@ def analyse(path: Path, phase: str, options: Options, source: str | None = None,
     except MemoryError as exc:
         limit = f"the memory limit of {options.memory_limit} MiB (lint_memory_limit)" if options.memory_limit else "memory"
         return [Hit(line_in(exc, str(path)) or 1, UNLOADABLE, f"exceeded {limit} while running the script")]
+    return judged(source, hits, results, phase, options)
+
+
+def judged(source: str, hits: list[Hit], results: dict[str, list], phase: str, options: Options) -> list[Hit]:
+    """The findings of a script from what was recorded of it (``{dialect: [(operation, line)]}``, one list shared
+    by the dialects recorded once) and the *hits* found on the way: the one path after the operations, for a
+    script that ran (``analyse``) and one read without running (``lint.static``)."""
     hits = _same_on_every_dialect(hits)
     hits.extend(_merge_dialects(_apply_rules(results, phase, options), options.dialects))
     return _apply_ignores(source, sorted(hits, key=lambda h: (h.line, h.code)))

@@ -214,6 +214,42 @@ def _replay_all(files: list[Path], missing: list[tuple[Path, str]], resolver: Ph
                     {i - offset: v for i, v in full.modules.items() if i >= offset})
 
 
+#: ``MIGRATIONS_POLICY_LINT_STATIC=0``: every script is run in the worker, none read by ``lint.static``
+#: (a diagnostic switch: the findings are the same).
+STATIC_ENV = "MIGRATIONS_POLICY_LINT_STATIC"
+
+
+def _static_verdicts(missing: list[tuple[Path, str]], options: Options, jobs: int | None = None) -> dict[int, list]:
+    """index -> the findings (cached lists) of each task ``lint.static`` reads without running it (over
+    ``--jobs`` processes when there are many: ``lint.static_parallel``)."""
+    if not missing or os.environ.get(STATIC_ENV, "").strip() == "0":
+        return {}
+    from migrations_policy.lint.static_parallel import read_all
+
+    return read_all(missing, options, jobs)
+
+
+def _with_statics(count: int, statics: dict[int, list], analysis):
+    """One ``parallel.Analysis`` of *count* tasks: *statics* (index -> findings, each the script's own verdict)
+    and *analysis*, the worker's of the others in order (None when there were none)."""
+    from migrations_policy.lint.parallel import Analysis
+
+    rest = [index for index in range(count) if index not in statics]
+    merged = Analysis([None] * count, judged=set(statics))  # type: ignore[list-item]
+    for index, hits in statics.items():
+        merged.hits[index] = hits
+    if analysis is not None:
+        for position, index in enumerate(rest):
+            merged.hits[index] = analysis.hits[position]
+            if position in analysis.internal:
+                merged.internal[index] = analysis.internal[position]
+            if position in analysis.modules:
+                merged.modules[index] = analysis.modules[position]
+            if position in analysis.judged:
+                merged.judged.add(index)
+    return merged
+
+
 def run(
     paths: Iterable[str | Path],
     *,
@@ -279,11 +315,14 @@ def run(
     missing = [(path, file_phase) for path, file_phase, _, hits in planned if hits is None]
     report = LintReport(files=len(selection.files), paths=[printable_path(str(path)) for path in selection.files],
                         baseline=selection.baseline, excluded=selection.excluded)  # paths printable as Finding.path
+    # plain scripts read here, without running them nor importing alembic (``lint.static``); the rest is run
+    statics = _static_verdicts(missing, options, jobs) if replay is None else {}
+    rest = [task for index, task in enumerate(missing) if index not in statics]
     spawned = None
-    if missing and replay is None:  # the worker imports and analyses while this process does the rest below
+    if rest and replay is None:  # the worker imports and analyses while this process does the rest below
         from migrations_policy.lint.parallel import analyse_all, spawn
 
-        spawned = spawn(missing, options, jobs)
+        spawned = spawn(rest, options, jobs)
     overrides = settings.severity
 
     def findings(path: Path, file_phase: str, hits: list) -> list[Finding]:
@@ -312,7 +351,8 @@ def run(
                 analysis = _replay_all(files, missing, resolver, options, replay,
                                        lambda path: phase or (phases or {}).get(path) or resolver.phase(path))
             else:
-                analysis = analyse_all(missing, options, jobs, spawned)
+                analysis = _with_statics(len(missing), statics, analyse_all(rest, options, jobs, spawned) if rest
+                                         else None)
     except BaseException:
         if spawned is not None:  # (a no-op once analyse_all has read it)
             spawned.cancel()

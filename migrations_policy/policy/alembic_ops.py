@@ -18,7 +18,8 @@ from sqlalchemy import types as sqltypes
 from sqlalchemy.sql import dml, elements, functions
 
 from migrations_policy.policy import model as m
-from migrations_policy.policy.defaults import default_kind
+from migrations_policy.policy.op_facts import (TypeFacts, alter_column_ops, autoincrements, column_facts,
+    quoted_default)
 from migrations_policy.policy.sql import from_sql
 
 
@@ -28,7 +29,7 @@ def default_text(default: Any) -> str:
         return ""
     arg = getattr(default, "arg", default)
     if isinstance(arg, str):
-        return "'" + arg.replace("'", "''") + "'"
+        return quoted_default(arg)
     if isinstance(arg, elements.TextClause):
         return arg.text
     if isinstance(arg, functions.FunctionElement):
@@ -39,15 +40,9 @@ def default_text(default: Any) -> str:
         return type(arg).__name__
 
 
-def _autoincrements(column: Any) -> bool:
-    """An integer primary key column SQLAlchemy renders as the table's autoincrement column (``SERIAL``,
-    ``AUTO_INCREMENT``) -- as ``op.add_column`` adds it: alone in its table, so it is that column."""
-    if not column.primary_key or column.autoincrement is False or column.server_default is not None:
-        return False
-    if column.default is not None and not isinstance(column.default, sa_schema.Sequence):
-        return False
+def _integer(type_: Any) -> bool:
     try:
-        return issubclass(column.type._type_affinity, sqltypes.Integer)
+        return issubclass(type_._type_affinity, sqltypes.Integer)
     except (AttributeError, TypeError):
         return False
 
@@ -60,19 +55,12 @@ def _column_facts(column: Any) -> dict[str, Any]:
         server_default = None
     elif isinstance(server_default, sa_schema.Identity) or getattr(column, "identity", None) is not None:
         generated, server_default = "identity", None
-    elif _autoincrements(column):
+    elif autoincrements(column.primary_key, column.autoincrement, column.server_default is not None,
+                        column.default is not None and not isinstance(column.default, sa_schema.Sequence),
+                        column.primary_key and _integer(column.type)):
         generated = "identity"  # alembic adds it as SERIAL (PostgreSQL) / AUTO_INCREMENT (MySQL)
-    text = default_text(server_default)
-    return dict(
-        column=column.name,
-        nullable=bool(column.nullable),
-        server_default=text,
-        default_kind=default_kind(text),
-        python_default=column.default is not None and not text,
-        generated=generated,
-        unique=bool(column.unique),
-        primary_key=bool(column.primary_key),
-    )
+    return column_facts(column.name, column.nullable, default_text(server_default), generated,
+                        column.default is not None, column.unique, column.primary_key)
 
 
 def _add_column(op: aops.AddColumnOp) -> list[m.Operation]:
@@ -84,74 +72,34 @@ def _add_column(op: aops.AddColumnOp) -> list[m.Operation]:
     return ops
 
 
-def _appends_enum_members(op: aops.AlterColumnOp) -> bool:
-    """An ``Enum`` column whose new type only appends members to ``existing_type``'s (same order): no
-    dialect rewrites for it (MySQL appends in place; PostgreSQL adds enum values with ``ALTER TYPE``)."""
-    old, new = op.existing_type, op.modify_type
-    old_members, new_members = getattr(old, "enums", None), getattr(new, "enums", None)
-    if not (isinstance(old_members, list) and isinstance(new_members, list)):
-        return False
-    return len(new_members) > len(old_members) and new_members[:len(old_members)] == old_members
-
-
-#: Bytes per character of the MySQL/MariaDB character sets a type may name.
-_CHARSET_BYTES = {"latin1": 1, "ascii": 1, "binary": 1, "utf8": 3, "utf8mb3": 3, "utf8mb4": 4}
-
-
-def _varchar_widening(old: Any, new: Any) -> dict[str, int] | None:
-    """``length_from`` / ``length_to`` / ``bytes_per_char`` when *new* only lengthens the
-    ``VARCHAR`` *old* (same collation and character set), else None.  ``CHAR`` (padded)
-    and ``Enum`` are other types.  *new* an unbounded ``Text``: ``length_to`` 0 (``text``:
-    binary-coercible on PostgreSQL, a copy on MySQL/MariaDB)."""
-    from sqlalchemy import types
-
-    old, new = (t() if isinstance(t, type) and issubclass(t, types.TypeEngine) else t for t in (old, new))
-
-    def plain(t: Any) -> bool:
-        return (isinstance(t, types.String) and not isinstance(t, (types.CHAR, types.Text, types.Enum))
-                and isinstance(t.length, int))
-
-    def text(t: Any) -> bool:
-        return isinstance(t, types.Text) and not isinstance(t, types.Enum) and t.length is None
-
-    def unbounded(t: Any) -> bool:  # VARCHAR without a length (PostgreSQL): also binary-coercible to text
-        return (isinstance(t, types.String) and not isinstance(t, (types.CHAR, types.Text, types.Enum))
-                and t.length is None)
-
-    if not (plain(old) and (text(new) or plain(new) and new.length > old.length) or unbounded(old) and text(new)):
+def type_facts(type_: Any) -> TypeFacts | None:
+    """``op_facts.TypeFacts`` of a SQLAlchemy type (instance or class) as a script gave it; None for None."""
+    if type_ is None:
         return None
-    charsets = {getattr(t, "charset", None) for t in (old, new)}
-    if old.collation != new.collation or len(charsets) != 1:
-        return None
-    charset = charsets.pop() or (old.collation or "").split("_")[0]
-    return {"length_from": old.length or 0, "length_to": 0 if text(new) else new.length,
-            "bytes_per_char": _CHARSET_BYTES.get(charset, 0)}
+    members = getattr(type_, "enums", None)  # of the object given: a class has none
+    members = tuple(members) if isinstance(members, list) else None
+    if isinstance(type_, type) and issubclass(type_, sqltypes.TypeEngine):
+        type_ = type_()
+    if isinstance(type_, sqltypes.Enum):
+        kind = "enum"
+    elif isinstance(type_, sqltypes.Text):
+        kind = "text"
+    elif isinstance(type_, sqltypes.String) and not isinstance(type_, sqltypes.CHAR):
+        kind = "string"
+    else:
+        kind = "other"
+    if kind in ("other", "enum"):  # (the length, collation and character set of a string type only)
+        return TypeFacts(kind, enums=members)
+    return TypeFacts(kind, type_.length, type_.collation, getattr(type_, "charset", None), members)
 
 
 def _alter_column(op: aops.AlterColumnOp) -> list[m.Operation]:
-    base = m.Operation(kind=m.OTHER, table=op.table_name, column=op.column_name)
-    ops = []
-    if op.modify_name:
-        ops.append(base.with_(kind=m.RENAME_COLUMN, name=op.modify_name))
-    if op.modify_type is not None:
-        widening = _varchar_widening(op.existing_type, op.modify_type)
-        if widening:
-            ops.append(base.with_(kind=m.WIDEN_VARCHAR, **widening))
-        else:
-            ops.append(base.with_(kind=m.ENUM_ADD_VALUE if _appends_enum_members(op) else m.ALTER_TYPE))
-    if op.modify_nullable is not None and not (op.existing_nullable is not None
-                                               and bool(op.existing_nullable) == bool(op.modify_nullable)):
-        # existing_nullable equal to nullable: the column already is so (neutron's type changes state both)
-        ops.append(base.with_(kind=m.DROP_NOT_NULL if op.modify_nullable else m.SET_NOT_NULL))
-    if op.modify_server_default is not False:
-        if op.modify_server_default is None:
-            ops.append(base.with_(kind=m.DROP_DEFAULT))
-        else:
-            text = default_text(op.modify_server_default)
-            ops.append(base.with_(kind=m.SET_DEFAULT, server_default=text, default_kind=default_kind(text)))
-    if op.modify_comment is not False:
-        ops.append(base.with_(kind=m.COMMENT))
-    return ops
+    server_default = op.modify_server_default
+    if server_default is not False and server_default is not None:
+        server_default = default_text(server_default)
+    return alter_column_ops(op.table_name, op.column_name, op.modify_name, op.modify_type is not None,
+                            type_facts(op.existing_type), type_facts(op.modify_type), op.modify_nullable,
+                            op.existing_nullable, server_default, op.modify_comment is not False)
 
 
 def from_statement(statement: Any) -> list[m.Operation]:

@@ -37,17 +37,25 @@ def path(tmp_path):
 
 
 def _analysed(monkeypatch) -> list:
-    """Records the files sent to analysis (a cache miss; analysed in worker processes)."""
-    from migrations_policy.lint import parallel
+    """Records the files sent to analysis (a cache miss): read without running (``lint.static``) or analysed in
+    worker processes (the others)."""
+    from migrations_policy.lint import parallel, static
 
     seen: list = []
-    real = parallel.analyse_all
+    real, real_static = parallel.analyse_all, static.analyse
 
     def spy(tasks, options, *more):
         seen.extend((path.name, phase, options.dialects) for path, phase in tasks)
         return real(tasks, options, *more)
 
+    def static_spy(path, phase, options):
+        found = real_static(path, phase, options)
+        if found is not None:
+            seen.append((path.name, phase, options.dialects))
+        return found
+
     monkeypatch.setattr(parallel, "analyse_all", spy)
+    monkeypatch.setattr(static, "analyse", static_spy)
     return seen
 
 
