@@ -60,76 +60,80 @@ def _record_all(module, source: str, upgrade, path: Path, options: Options, hits
                 notes=None):
     from migrations_policy.lint import recorder
     from migrations_policy.lint.missing import MissingError, Notes
+    from migrations_policy.policy.sql import noting_divergence
 
     notes = notes or Notes()
     filename = str(path)
     results: dict[str, list] = {}
     tree = None  # parsed only for the source fallback
-    for dialect in options.dialects:
-        if results and not dependent:
-            results[dialect] = next(iter(results.values()))
-            continue
-        executed = None  # what ran offline, when it ran but cannot be trusted alone
-        touched = len(notes.touched)
-        notes.strict = True
-        try:
-            recording, exc = recorder.run_offline(upgrade, dialect, filename, options.alembic_ini)
-        finally:
-            notes.strict = False
-        if isinstance(exc, MemoryError):
-            raise exc
-        dependent = dependent or recording.dialect_asked  # a helper may ask what the script does not mention
-        _unknown_operations(recording, hits)
-        if isinstance(exc, ImportError) and not len(notes.touched) > touched:
-            # an import inside upgrade() of a package that is not installed: its source is read
-            line = line_in(exc, filename)
-            reason = f"upgrade() could not import what it needs ({one_line(exc)})"
-        elif len(notes.touched) > touched or isinstance(exc, MissingError):
-            # It used what its module could not import: what it did with it is unknown; its source is read.
-            line = line_in(exc, filename) if exc is not None else 0
-            used = notes.touched[touched] if len(notes.touched) > touched else "an object"
-            reason = (f"upgrade() uses {used}, which could not be imported or defined offline "
-                      f"({notes.describe() or 'not installed'})")
-        elif exc is not None:
-            line = line_in(exc, filename)
-            # After an (empty) inspection, the script's own error may come from the empty answers.
-            if not (needs_database(exc) or recording.inspected or recording.mode_asked):
-                raise LoadError(f"upgrade() raised {one_line(exc)}", line) from None
-            reason = f"upgrade() cannot run offline ({one_line(exc)})"
-        else:
-            if not (recording.inspected or recording.mode_asked):
-                results[dialect] = recording.ops
+    # Recorded once for every dialect unless the script names its dialect, or reads SQL that one of them
+    # reads differently (``$$`` quotes on PostgreSQL only): then each dialect's own recording.
+    with noting_divergence(*options.dialects) as diverged:
+        for dialect in options.dialects:
+            if results and not (dependent or diverged()):
+                results[dialect] = next(iter(results.values()))
                 continue
-            # Offline the database is empty: "if 'x' in columns: drop x" took one branch only; a script that asks
-            # is_offline_mode() ran its offline path only.  Read every branch.
-            line, executed = recording.inspected or recording.mode_asked, recording.ops
-            reason = ("upgrade() inspected the database, which is empty offline" if recording.inspected else
-                      "upgrade() asked context.is_offline_mode(): only its offline path ran")
-        if options.url:
-            from migrations_policy.lint.scratch import record_on_scratch_database
+            executed = None  # what ran offline, when it ran but cannot be trusted alone
+            touched = len(notes.touched)
+            notes.strict = True
+            try:
+                recording, exc = recorder.run_offline(upgrade, dialect, filename, options.alembic_ini)
+            finally:
+                notes.strict = False
+            if isinstance(exc, MemoryError):
+                raise exc
+            dependent = dependent or recording.dialect_asked  # a helper may ask what the script does not mention
+            _unknown_operations(recording, hits)
+            if isinstance(exc, ImportError) and not len(notes.touched) > touched:
+                # an import inside upgrade() of a package that is not installed: its source is read
+                line = line_in(exc, filename)
+                reason = f"upgrade() could not import what it needs ({one_line(exc)})"
+            elif len(notes.touched) > touched or isinstance(exc, MissingError):
+                # It used what its module could not import: what it did with it is unknown; its source is read.
+                line = line_in(exc, filename) if exc is not None else 0
+                used = notes.touched[touched] if len(notes.touched) > touched else "an object"
+                reason = (f"upgrade() uses {used}, which could not be imported or defined offline "
+                          f"({notes.describe() or 'not installed'})")
+            elif exc is not None:
+                line = line_in(exc, filename)
+                # After an (empty) inspection, the script's own error may come from the empty answers.
+                if not (needs_database(exc) or recording.inspected or recording.mode_asked):
+                    raise LoadError(f"upgrade() raised {one_line(exc)}", line) from None
+                reason = f"upgrade() cannot run offline ({one_line(exc)})"
+            else:
+                if not (recording.inspected or recording.mode_asked):
+                    results[dialect] = recording.ops
+                    continue
+                # Offline the database is empty: "if 'x' in columns: drop x" took one branch only; a script that asks
+                # is_offline_mode() ran its offline path only.  Read every branch.
+                line, executed = recording.inspected or recording.mode_asked, recording.ops
+                reason = ("upgrade() inspected the database, which is empty offline" if recording.inspected else
+                          "upgrade() asked context.is_offline_mode(): only its offline path ran")
+            if options.url:
+                from migrations_policy.lint.scratch import record_on_scratch_database
 
-            results[dialect] = record_on_scratch_database(upgrade, options.url, filename)
-            continue
-        try:
-            from migrations_policy.lint import astscan  # only for scripts that cannot run offline
+                results[dialect] = record_on_scratch_database(upgrade, options.url, filename)
+                continue
+            try:
+                from migrations_policy.lint import astscan  # only for scripts that cannot run offline
 
-            tree = tree if tree is not None else ast.parse(source, filename)
-            scan = astscan.scan(module, tree, dialect, filename, options.alembic_ini)
-        except MemoryError:
-            raise
-        except Exception as scan_exc:  # noqa: BLE001 - the source could not be followed either
-            results[dialect] = executed or []
-            outcome = "its offline run (empty database) was linted" if executed is not None else "NOT linted"
-            hits.append(Hit(line or 1, OFFLINE, f"{reason} and its source could not be followed "
-                            f"({one_line(scan_exc)}): {outcome}; run with --replay (or --url SCRATCH_DB)", dialect))
-            continue
-        results[dialect] = scan.recording.ops
-        _unknown_operations(scan.recording, hits)
-        message = (f"{reason}; linted from source instead"
-                   f"{f', {len(set(scan.unevaluated))} op call(s) read from literals only' if scan.unevaluated else ''}"
-                   "; run with --replay (or --url SCRATCH_DB) to execute it")
-        hits.append(Hit(line or 1, OFFLINE, message, dialect))
-    return results
+                tree = tree if tree is not None else ast.parse(source, filename)
+                scan = astscan.scan(module, tree, dialect, filename, options.alembic_ini)
+            except MemoryError:
+                raise
+            except Exception as scan_exc:  # noqa: BLE001 - the source could not be followed either
+                results[dialect] = executed or []
+                outcome = "its offline run (empty database) was linted" if executed is not None else "NOT linted"
+                hits.append(Hit(line or 1, OFFLINE, f"{reason} and its source could not be followed "
+                                f"({one_line(scan_exc)}): {outcome}; run with --replay (or --url SCRATCH_DB)", dialect))
+                continue
+            results[dialect] = scan.recording.ops
+            _unknown_operations(scan.recording, hits)
+            message = (f"{reason}; linted from source instead"
+                       f"{f', {len(set(scan.unevaluated))} op call(s) read from literals only' if scan.unevaluated else ''}"
+                       "; run with --replay (or --url SCRATCH_DB) to execute it")
+            hits.append(Hit(line or 1, OFFLINE, message, dialect))
+        return results
 
 
 def _unknown_operations(recording, hits: list[Hit]) -> None:

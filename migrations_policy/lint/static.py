@@ -410,22 +410,23 @@ def _literal(node: ast.AST, depth: int):
 # -- the whole script ------------------------------------------------------------------------------------------------
 def recordings(tree: ast.Module, source: str, filename: str, dialects: tuple[str, ...]) -> dict[str, list] | None:
     """``{dialect: [(operation, line)]}`` as ``engine`` records them (one list shared by every dialect when the
-    source never mentions the dialect), or None: the script is outside what this module reads."""
+    source never mentions the dialect and its SQL reads alike for each), or None: the script is outside what this module reads."""
     from migrations_policy.lint.engine import DIALECT_DEPENDENT
-    from migrations_policy.policy.sql import reading_for
+    from migrations_policy.policy.sql import noting_divergence, reading_for
 
     try:
         script = _Script()
         upgrade = script.module(tree)
         results: dict[str, list] = {}
-        for dialect in dialects:
-            if results and not DIALECT_DEPENDENT.search(source):
-                results[dialect] = next(iter(results.values()))
-                continue
-            rec = Recording(filename)
-            with reading_for(dialect):
-                script.upgrade(upgrade, rec)
-            results[dialect] = rec.ops
+        with noting_divergence(*dialects) as diverged:
+            for dialect in dialects:
+                if results and not (DIALECT_DEPENDENT.search(source) or diverged()):
+                    results[dialect] = next(iter(results.values()))
+                    continue
+                rec = Recording(filename)
+                with reading_for(dialect):
+                    script.upgrade(upgrade, rec)
+                results[dialect] = rec.ops
         return results
     except (Decline, RecursionError):
         return None

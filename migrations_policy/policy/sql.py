@@ -19,7 +19,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import lru_cache
-from typing import Iterator
+from typing import Callable, Iterator
 
 import re
 
@@ -440,11 +440,33 @@ def may_drop_table(sql: str) -> bool:
     return "DROP" in sql.upper()
 
 
+#: Set by ``noting_divergence``: the dialects to compare with, and whether a text read differently for one.
+_DIVERGENCE: ContextVar[tuple[tuple[str, ...], list[bool]] | None] = ContextVar(
+    "migrations_policy_sql_divergence", default=None)
+
+
+@contextmanager
+def noting_divergence(*dialects: str) -> Iterator[Callable[[], bool]]:
+    """Within it, ``from_sql`` notes whether a text it reads gives other operations for one of *dialects* than
+    for what it is read for; the yielded function answers.  A recording made for one dialect stands for the
+    others only when it answers False (the linter records a script that never names its dialect once)."""
+    found = [False]
+    token = _DIVERGENCE.set((tuple(dialects), found))
+    try:
+        yield lambda: found[0]
+    finally:
+        _DIVERGENCE.reset(token)
+
+
 def from_sql(sql: str, dialects: tuple[str, ...] | None = None) -> list[m.Operation]:
     """Every operation in *sql* (one or more statements) as any server of *dialects* would run it (default:
     those of ``reading_for``, else every dialect): where servers or their settings split the text differently
     (``sql_scan``), the operations of each reading; memoized per distinct text."""
-    return list(_operations(sql, _readings(dialects)))
+    ops = _operations(sql, _readings(dialects))
+    watch = _DIVERGENCE.get()
+    if watch is not None and not watch[1][0] and not plain(sql):
+        watch[1][0] = any(_operations(sql, _readings((dialect,))) != ops for dialect in watch[0])
+    return list(ops)
 
 
 def dropped_triggers(sql: str) -> list[str]:
