@@ -239,14 +239,7 @@ def _with_statics(count: int, statics: dict[int, list], analysis):
     for index, hits in statics.items():
         merged.hits[index] = hits
     if analysis is not None:
-        for position, index in enumerate(rest):
-            merged.hits[index] = analysis.hits[position]
-            if position in analysis.internal:
-                merged.internal[index] = analysis.internal[position]
-            if position in analysis.modules:
-                merged.modules[index] = analysis.modules[position]
-            if position in analysis.judged:
-                merged.judged.add(index)
+        merged.place(analysis, rest)
     return merged
 
 

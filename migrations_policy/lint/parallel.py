@@ -56,6 +56,17 @@ class Analysis:
     #: script that cannot be loaded), not one built for a child that did not answer (time limit, death).
     judged: set[int] = field(default_factory=set)
 
+    def place(self, part: "Analysis", indexes: list[int]) -> None:
+        """Put the answers of *part* (an analysis of some of the tasks, in order) at *indexes* of this one."""
+        for position, index in enumerate(indexes):
+            self.hits[index] = part.hits[position]
+            if position in part.internal:
+                self.internal[index] = part.internal[position]
+            if position in part.modules:
+                self.modules[index] = part.modules[position]
+            if position in part.judged:
+                self.judged.add(index)
+
 
 def jobs(given: int | None = None) -> int:
     """*given* (``lint --jobs N``), else ``$MIGRATIONS_POLICY_LINT_JOBS``, else the CPUs this process may use."""

@@ -162,12 +162,7 @@ def replay_all(tasks: list[tuple[Path, str]], resolver: PhaseResolver, options: 
             part = _replay_elsewhere(subset, resolver, options, target.url)
         else:
             part = _replay_history(subset, resolver, options, target)
-        for position, index in enumerate(group):
-            merged.hits[index] = part.hits[position]
-            if position in part.internal:
-                merged.internal[index] = part.internal[position]
-            if position in part.modules:
-                merged.modules[index] = part.modules[position]
+        merged.place(part, group)
     return merged
 
 
