@@ -236,9 +236,16 @@ def test_static_findings_equal_running_the_script(tmp_path):
     assert accepted >= max(3, COUNT // 20), (SEED, accepted, COUNT)
 
 
+#: Findings about the script, not a dialect's verdict: MP001 ("linted from source") names the dialect whose run
+#: could not finish, once for a recording several dialects share.
+_ABOUT_THE_SCRIPT = frozenset({"MP001"})
+
+
 def _per_dialect(hits, dialects: tuple[str, ...]) -> set[tuple[int, str, str]]:
-    """(line, code, dialect) of every finding, a finding for several dialects (or none named) once per dialect."""
-    return {(h.line, h.code, d) for h in hits for d in (h.dialect.split(",") if h.dialect else dialects)}
+    """(line, code, dialect) of every finding, a finding for several dialects (or none named, or about the script)
+    once per dialect."""
+    return {(h.line, h.code, d) for h in hits
+            for d in (h.dialect.split(",") if h.dialect and h.code not in _ABOUT_THE_SCRIPT else dialects)}
 
 
 def test_linting_dialects_together_gives_each_the_verdict_it_gets_alone(tmp_path):
@@ -263,7 +270,7 @@ def test_linting_dialects_together_gives_each_the_verdict_it_gets_alone(tmp_path
             except Exception as exc:  # noqa: BLE001
                 alone = type(exc).__name__
                 break
-        assert together == alone, (SEED + 1, index, dialects, phase, text)
+        assert together == alone, (f"MP_STATIC_SEED={SEED}", index, dialects, phase, text)
 
 
 PLAIN_HEAD = ("from alembic import op\nimport sqlalchemy as sa\nfrom sqlalchemy.dialects import postgresql\n"
