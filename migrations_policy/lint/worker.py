@@ -209,6 +209,7 @@ def _child(write_fd: int, path: str, phase: str, options, worker: int, run=_anal
     """In the forked child: ``run(path, phase, options)`` -> ``(hits, *more)``, write ``(hits, internal, modules,
     *more)``, exit.  Never returns."""
     payload = None
+    me = os.getpid()  # a process the script forks runs this too: only this one answers
     try:
         os.setsid()  # its own process group: killed with it, out of reach of the terminal's Ctrl-C
         die_with_worker(worker)
@@ -236,6 +237,8 @@ def _child(write_fd: int, path: str, phase: str, options, worker: int, run=_anal
         pass
     finally:
         try:
+            if os.getpid() != me:  # forked by the script: its answer would be a second one, or not, by timing
+                _exit(0)
             if payload:
                 payload = FRAME.pack(len(payload)) + payload  # one frame, whole: anything more is not ours
             while payload:
