@@ -79,6 +79,19 @@ def _trees(root: Path) -> list[Path]:
     return trees
 
 
+def _histories(args, cache: Path):
+    """(tree, root, name, scripts) of every alembic history in the wheels of the projects asked for (a project whose
+    wheel could not be downloaded is said so and skipped)."""
+    for project in args.project or PROJECTS:
+        wheel = _wheel(project, cache / "wheels")
+        if wheel is None:
+            print(f"{project:44} (no wheel downloaded)")
+            continue
+        root = _extract(wheel, cache / "extracted")
+        for tree in _trees(root):
+            yield tree, root, str(tree.relative_to(root.parent)), _scripts(tree)
+
+
 def _scripts(tree: Path) -> list[Path]:
     return [p for p in sorted(tree.rglob("*.py"))
             if "__pycache__" not in p.parts and _REVISION.search(p.read_text(encoding="utf-8", errors="replace"))]
@@ -157,31 +170,23 @@ def main(argv: list[str] | None = None) -> int:
     print(header)
     reasons_by_tree = {}
     totals = {label: [0, 0, 0.0] for label, _ in pythons}  # scripts, MP000, cold seconds
-    for project in args.project or PROJECTS:
-        wheel = _wheel(project, cache / "wheels")
-        if wheel is None:
-            print(f"{project:44} (no wheel downloaded)")
-            continue
-        root = _extract(wheel, cache / "extracted")
-        for tree in _trees(root):
-            scripts = _scripts(tree)
-            name = str(tree.relative_to(root.parent))
-            for label, python in pythons:
-                report, runs, problems = _measure(tree, root, scripts, args, python)
-                codes = collections.Counter(f["code"] for f in (report or {"findings": []})["findings"])
-                unloadable = len({f["path"] for f in (report or {"findings": []})["findings"] if f["code"] == "MP000"})
-                rate = 100.0 * unloadable / max(1, len(scripts))
-                print(f"{name[-44:]:44} {label:9} {len(scripts):7} {unloadable:5} {rate:6.1f} {codes['MP001']:5} "
-                      f"{sum(codes.values()):8} {runs[0][1]:7.1f} {1000 * runs[0][1] / max(1, len(scripts)):9.0f} "
-                      f"{runs[1][1]:6.2f}  {'; '.join(problems) or 'ok'}", flush=True)
-                failures += bool(problems)
-                totals[label][0] += len(scripts)
-                totals[label][1] += unloadable
-                totals[label][2] += runs[0][1]
-                if report:
-                    reasons = collections.Counter(f["message"][:110]
-                                                  for f in report["findings"] if f["code"] == "MP000")
-                    reasons_by_tree[f"{name} ({label})"] = reasons.most_common(3)
+    for tree, root, name, scripts in _histories(args, cache):
+        for label, python in pythons:
+            report, runs, problems = _measure(tree, root, scripts, args, python)
+            codes = collections.Counter(f["code"] for f in (report or {"findings": []})["findings"])
+            unloadable = len({f["path"] for f in (report or {"findings": []})["findings"] if f["code"] == "MP000"})
+            rate = 100.0 * unloadable / max(1, len(scripts))
+            print(f"{name[-44:]:44} {label:9} {len(scripts):7} {unloadable:5} {rate:6.1f} {codes['MP001']:5} "
+                  f"{sum(codes.values()):8} {runs[0][1]:7.1f} {1000 * runs[0][1] / max(1, len(scripts)):9.0f} "
+                  f"{runs[1][1]:6.2f}  {'; '.join(problems) or 'ok'}", flush=True)
+            failures += bool(problems)
+            totals[label][0] += len(scripts)
+            totals[label][1] += unloadable
+            totals[label][2] += runs[0][1]
+            if report:
+                reasons = collections.Counter(f["message"][:110]
+                                              for f in report["findings"] if f["code"] == "MP000")
+                reasons_by_tree[f"{name} ({label})"] = reasons.most_common(3)
     for label, (scripts, unloadable, seconds) in totals.items():
         print(f"total {label}: {scripts} scripts, MP000 {unloadable} ({100.0 * unloadable / max(1, scripts):.1f}%), "
               f"cold {seconds:.1f} s ({1000 * seconds / max(1, scripts):.0f} ms per script)")
@@ -202,30 +207,22 @@ def _static_only(args, cache: Path) -> int:
     options = Options(dialects=tuple(args.dialect or ("postgresql", "mysql", "sqlite")))
     print(f"{'tree':44} {'scripts':>7} {'static':>6} {'static%':>7} {'differ':>6} {'ms/script':>9}")
     total = [0, 0, 0]
-    for project in args.project or PROJECTS:
-        wheel = _wheel(project, cache / "wheels")
-        if wheel is None:
-            print(f"{project:44} (no wheel downloaded)")
-            continue
-        root = _extract(wheel, cache / "extracted")
-        for tree in _trees(root):
-            scripts = _scripts(tree)
-            read, differ, seconds = 0, [], 0.0
-            for script in scripts:
-                start = time.process_time()
-                found = static.analyse(script, "expand", options)
-                seconds += time.process_time() - start
-                if found is None:
-                    continue
-                read += 1
-                if found != engine.analyse(script, "expand", options):
-                    differ.append(script.name)
-            name = str(tree.relative_to(root.parent))
-            print(f"{name[-44:]:44} {len(scripts):7} {read:6} {100.0 * read / max(1, len(scripts)):7.1f} "
-                  f"{len(differ):6} {1000 * seconds / max(1, len(scripts)):9.2f}  {' '.join(differ[:5])}", flush=True)
-            total[0] += len(scripts)
-            total[1] += read
-            total[2] += len(differ)
+    for _, _, name, scripts in _histories(args, cache):
+        read, differ, seconds = 0, [], 0.0
+        for script in scripts:
+            start = time.process_time()
+            found = static.analyse(script, "expand", options)
+            seconds += time.process_time() - start
+            if found is None:
+                continue
+            read += 1
+            if found != engine.analyse(script, "expand", options):
+                differ.append(script.name)
+        print(f"{name[-44:]:44} {len(scripts):7} {read:6} {100.0 * read / max(1, len(scripts)):7.1f} "
+              f"{len(differ):6} {1000 * seconds / max(1, len(scripts)):9.2f}  {' '.join(differ[:5])}", flush=True)
+        total[0] += len(scripts)
+        total[1] += read
+        total[2] += len(differ)
     print(f"total: {total[0]} scripts, {total[1]} read by lint.static ({100.0 * total[1] / max(1, total[0]):.1f}%), "
           f"{total[2]} with other findings than running them")
     return 1 if total[2] else 0
