@@ -204,7 +204,7 @@ def _replay_all(files: list[Path], missing: list[tuple[Path, str]], resolver: Ph
     """``replay.replay_all`` of every collected script -- those at or before the baseline and the excluded ones
     build the schema the others run on -- answered for *missing* (the reported ones) only."""
     from migrations_policy.lint.parallel import Analysis
-    from migrations_policy.lint.replay import replay_all
+    from migrations_policy.lint.replay.driver import replay_all
 
     wanted = {path for path, _ in missing}
     everything = [(path, phase_of(path)) for path in files if path not in wanted] + missing
@@ -221,10 +221,10 @@ STATIC_ENV = "MIGRATIONS_POLICY_LINT_STATIC"
 
 def _static_verdicts(missing: list[tuple[Path, str]], options: Options, jobs: int | None = None) -> dict[int, list]:
     """index -> the findings (cached lists) of each task ``lint.static`` reads without running it (over
-    ``--jobs`` processes when there are many: ``lint.static_parallel``)."""
+    ``--jobs`` processes when there are many: ``lint.static.parallel``)."""
     if not missing or os.environ.get(STATIC_ENV, "").strip() == "0":
         return {}
-    from migrations_policy.lint.static_parallel import read_all
+    from migrations_policy.lint.static.parallel import read_all
 
     return read_all(missing, options, jobs)
 

@@ -39,7 +39,8 @@ def path(tmp_path):
 def _analysed(monkeypatch) -> list:
     """Records the files sent to analysis (a cache miss): read without running (``lint.static``) or analysed in
     worker processes (the others)."""
-    from migrations_policy.lint import parallel, static
+    from migrations_policy.lint import parallel
+    from migrations_policy.lint.static import reader as static
 
     seen: list = []
     real, real_static = parallel.analyse_all, static.analyse

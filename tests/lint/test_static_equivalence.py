@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from migrations_policy.lint import engine, static
+from migrations_policy.lint import engine
 from migrations_policy.lint.options import Options
+from migrations_policy.lint.static import reader as static
 
 SEED = int(os.environ.get("MP_STATIC_SEED") or random.randrange(10 ** 9))
 COUNT = int(os.environ.get("MP_STATIC_COUNT") or 60)

@@ -1,4 +1,4 @@
-"""``lint.static_parallel.read_all``: the same answers over one process or several (``--jobs``), and a child
+"""``lint.static.parallel.read_all``: the same answers over one process or several (``--jobs``), and a child
 that fails leaves its scripts unread (they are run in the worker), never answers for them."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 import sys
 
-from migrations_policy.lint import static_parallel
+from migrations_policy.lint.static import parallel as static_parallel
 from migrations_policy.lint.options import Options
 
 from tests.lint.test_static_equivalence import SEED, _script

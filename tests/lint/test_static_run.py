@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from migrations_policy.lint import static
+from migrations_policy.lint.static import reader as static
 from migrations_policy.lint.options import Options
 
 from tests.lint.test_static_equivalence import SEED, _script

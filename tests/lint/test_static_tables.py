@@ -1,4 +1,4 @@
-"""``lint.static_names``'s tables say what the installed alembic and SQLAlchemy do: an upgrade that changes a
+"""``lint.static.names``'s tables say what the installed alembic and SQLAlchemy do: an upgrade that changes a
 signature, a type class, a default or a function's name fails here, never a verdict.
 
 Each type of ``TYPES`` is built by SQLAlchemy with drawn arguments of the kinds the table lists (``MP_STATIC_SEED``),
@@ -18,7 +18,7 @@ import pytest
 import sqlalchemy as sa
 from alembic.operations import BatchOperations, Operations
 
-from migrations_policy.lint import static, static_names as names
+from migrations_policy.lint.static import names, reader as static
 from migrations_policy.policy.alembic_ops import type_facts
 
 SEED = int(os.environ.get("MP_STATIC_SEED") or random.randrange(10 ** 9))

@@ -8,7 +8,7 @@ is read into the same ``Operation``s, at the same lines, that running it offline
 ``lint.recording.Recording``), and judged by the engine's one path after the operations
 (``engine.judged``: rules, dialect merging, inline ignores).
 
-It fails closed: every name, argument and value it reads must be in its tables (``lint.static_names``,
+It fails closed: every name, argument and value it reads must be in its tables (``lint.static.names``,
 checked against the installed alembic and SQLAlchemy by a test); anything else -- another statement, an
 unknown type or keyword, a value of another kind, a call that would raise when run -- declines the whole
 script (None).  ``tests/lint/test_static_equivalence.py`` compares its findings with running the script.
@@ -21,9 +21,9 @@ import builtins
 import re
 from pathlib import Path
 
-from migrations_policy.lint import static_names as names
+from migrations_policy.lint.static import names
 from migrations_policy.lint.recording import Recording
-from migrations_policy.lint.static_ops import (OPERATIONS, Decline, _check, _Column, _Computed, _Constraint, _Conv,
+from migrations_policy.lint.static.ops import (OPERATIONS, Decline, _check, _Column, _Computed, _Constraint, _Conv,
     _ForeignKey, _Function, _Identity, _is_literal, _Text, _Type)
 
 #: Larger sources are never read here (as ``lint.plain``).

@@ -18,7 +18,7 @@ MIN_SHARE = 64
 
 
 def _read(tasks: list[tuple[int, Path, str]], options) -> dict[int, list]:
-    from migrations_policy.lint.static import analyse
+    from migrations_policy.lint.static.reader import analyse
 
     found = {}
     for index, path, phase in tasks:
@@ -40,7 +40,7 @@ def read_all(missing: list[tuple[Path, str]], options, jobs: int | None = None) 
         return _read(tasks, options)
     import ast  # (imported before the fork: each child would import it again)
 
-    from migrations_policy.lint import static  # noqa: F401
+    from migrations_policy.lint.static import reader  # noqa: F401
     from migrations_policy.lint.engine import judged  # noqa: F401
 
     del ast

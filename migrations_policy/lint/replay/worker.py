@@ -1,6 +1,6 @@
 """The replay worker: upgrades a history on a scratch database, one script at a time, each in a forked child.
 
-Started by ``replay`` as ``python -m migrations_policy.lint.replay_worker`` with the job of
+Started by ``replay`` as ``python -m migrations_policy.lint.replay.worker`` with the job of
 ``parallel``'s workers plus ``url`` (the scratch database), ``graph`` (task index ->
 ``(revision, down_revisions, parent task indexes)``) and ``blocked`` (task index -> the
 ``(revision, path)`` of a failed ancestor, when a worker is restarted).  Tasks come in

@@ -4,7 +4,7 @@
 ``parallel.analyse_all``) orders the ``(path, phase)`` tasks as ``alembic upgrade heads``
 would from an empty database (alembic's own ``RevisionMap`` built from the scripts'
 headers, which are read, not imported: every branch, expand and contract, merges,
-``depends_on``), then runs them one by one in ``lint.replay_worker`` on the database
+``depends_on``), then runs them one by one in ``lint.replay.worker`` on the database
 ``scratch_db.scratch_database(target)`` gives, so that each script runs at its own
 ``down_revision``.  Every file gets a verdict:
 
@@ -204,7 +204,7 @@ def _replay_history(tasks: list[tuple[Path, str]], resolver: PhaseResolver, opti
         while todo:
             job = {"url": url, "graph": {i: plan.graph[i] for i in todo}, "blocked": blocked}
             suspects, how = _run_worker([(i, *tasks[i]) for i in todo], options, 1, done,
-                                        "migrations_policy.lint.replay_worker", job)
+                                        "migrations_policy.lint.replay.worker", job)
             for index in suspects:  # the script running when the worker died
                 hits[index] = [[1, "MP000", f"the script ended the linter's replay process (it {how})", "", "error"]]
                 blocked[index] = (plan.graph[index][0], str(tasks[index][0]))

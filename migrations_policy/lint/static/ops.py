@@ -8,7 +8,7 @@ alembic or SQLAlchemy would refuse, raises ``Decline``: the script is run instea
 
 from __future__ import annotations
 
-from migrations_policy.lint import static_names as names
+from migrations_policy.lint.static import names
 from migrations_policy.policy import model as m
 from migrations_policy.policy.op_facts import (NOT_GIVEN, TypeFacts, alter_column_ops, autoincrements, column_facts,
     quoted_default)
