@@ -195,27 +195,31 @@ def count(connection: Connection, registry: Any, table: str, column: str | None)
 
 # -- under the statement's lock ----------------------------------------------------------
 class _LockTablesWrite(DDLElement):
-    """MariaDB/MySQL ``LOCK TABLES t WRITE``."""
+    """MariaDB/MySQL ``LOCK TABLES a WRITE, b WRITE``."""
 
     inherit_cache = False
 
-    def __init__(self, table: sa.TableClause):
-        self.table = table
+    def __init__(self, tables: list[sa.TableClause]):
+        self.tables = tables
 
 
 @compiles(_LockTablesWrite)
 def _compile_lock_tables(element: _LockTablesWrite, compiler: Any, **kw: Any) -> str:
-    return f"LOCK TABLES {compiler.preparer.format_table(element.table)} WRITE"
+    return "LOCK TABLES " + ", ".join(f"{compiler.preparer.format_table(t)} WRITE" for t in element.tables)
 
 
-def _lock(connection: Connection, table: str) -> None:
+def _lock(connection: Connection, tables: list[str]) -> None:
+    """Every table of *tables* locked against writers, at once: a statement destroying two tables
+    is counted under the locks of both (one lock, and the second table's writer commits after
+    the count and before the statement, which waited for it)."""
     from migrations_policy.expand.lock_timeout import _LockTable
 
     dialect = connection.dialect.name
     if dialect == "postgresql":
-        connection.execute(_LockTable(sa.Table(table, sa.MetaData()), "ACCESS EXCLUSIVE"))
-    elif dialect in ("mysql", "mariadb"):
-        connection.execute(_LockTablesWrite(sa.table(table)))
+        for table in tables:  # locks accumulate in the revision's transaction
+            connection.execute(_LockTable(sa.Table(table, sa.MetaData()), "ACCESS EXCLUSIVE"))
+    elif dialect in ("mysql", "mariadb"):  # one statement: LOCK TABLES replaces the previous one
+        connection.execute(_LockTablesWrite([sa.table(table) for table in tables]))
 
 
 def _unlock(connection: Connection) -> None:
@@ -254,11 +258,11 @@ class _Judge:
             targets = self.targets(statement)
             if not targets:
                 return
-            for table in dict.fromkeys(t for t, _ in targets):
-                if column_names(sa.inspect(self.connection), table):
-                    _lock(self.connection, table)
-                    self.locked = self.connection.dialect.name in ("mysql", "mariadb")
-                    break  # MariaDB's LOCK TABLES replaces the previous one: one table per statement
+            inspector = sa.inspect(self.connection)
+            present = [t for t in dict.fromkeys(t for t, _ in targets) if t != UNCOUNTABLE and column_names(inspector, t)]
+            if present:
+                _lock(self.connection, present)
+                self.locked = self.connection.dialect.name in ("mysql", "mariadb")
             found = [r for r in (count(self.connection, self.registry, t, c) for t, c in targets) if r]
             if found and self.forced is None:
                 self.release()
