@@ -161,7 +161,7 @@ def _pending_once_empty(migration: Any, column: str) -> ColumnElement:
     return sa.func.coalesce(sa.sql.visitors.replacement_traverse(migration.pending, {}, emptied), sa.false())
 
 
-def count(connection: Connection, registry: Any, table: str, column: str | None) -> AtRisk | None:
+def count(connection: Connection, registry: Any, table: str, column: str | None, locking: bool = False) -> AtRisk | None:
     """The rows *table* (or its *column*) holds that dropping it loses; None when none (or when it
     does not exist).  ``REWRITTEN``: every row of the table; ``UNCOUNTABLE``: always at risk."""
     if table == UNCOUNTABLE:
@@ -170,7 +170,8 @@ def count(connection: Connection, registry: Any, table: str, column: str | None)
     if not present:
         return None
     if column is None or column == REWRITTEN:
-        rows = int(connection.execute(sa.select(sa.func.count()).select_from(sa.table(table))).scalar_one())
+        query = sa.select(sa.func.count()).select_from(sa.table(table))
+        rows = int(connection.execute(query.with_for_update() if locking else query).scalar_one())
         why = "the table is dropped" if column is None else \
             "a statement deletes or rewrites rows it does not name: every row counted"
         return AtRisk(table, column, rows, why) if rows else None
@@ -260,10 +261,16 @@ class _Judge:
                 return
             inspector = sa.inspect(self.connection)
             present = [t for t in dict.fromkeys(t for t, _ in targets) if t != UNCOUNTABLE and column_names(inspector, t)]
-            if present:
+            mysql = self.connection.dialect.name in ("mysql", "mariadb")
+            # MariaDB: DML (DELETE/UPDATE ...) may read tables LOCK TABLES would not name (error 1100);
+            # it is transactional, so its count is a locking read in its own transaction instead
+            # (InnoDB's next-key locks keep writers out until the statement's transaction ends).
+            rows_only = mysql and all(c == REWRITTEN for t, c in targets if t != UNCOUNTABLE)
+            if present and not rows_only:
                 _lock(self.connection, present)
-                self.locked = self.connection.dialect.name in ("mysql", "mariadb")
-            found = [r for r in (count(self.connection, self.registry, t, c) for t, c in targets) if r]
+                self.locked = mysql
+            found = [r for r in (count(self.connection, self.registry, t, c, locking=rows_only)
+                                 for t, c in targets) if r]
             if found and self.forced is None:
                 self.release()
                 raise RowsAtRisk(self.revision, found)
