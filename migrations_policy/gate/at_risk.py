@@ -63,7 +63,7 @@ _REWRITING = (m.DELETE, m.UPDATE, m.OTHER)
 _DROPPED_CONTAINERS = ("schema ", "database ", "extension ", "owned")
 
 #: The column of a target whose rows a statement deletes or rewrites (``_REWRITING``): which rows
-#: cannot be read from the statement, so every row of the table is counted.
+#: cannot be read from the statement, so every row of the table is counted.  (``raw_paths.ROWS``.)
 REWRITTEN = "<rows it deletes or rewrites>"
 #: The table of a target no count can name (``DROP TYPE ... CASCADE`` takes every column of the
 #: type, ``DROP SCHEMA ... CASCADE`` every table in it, a ``DO`` block builds its SQL at run time);
@@ -292,13 +292,14 @@ class _Judge:
 
 
 class DriverDropRefused(CommandError):
-    """SQLite: a downgrade statement sent to the DB-API driver directly drops a table or column; the
-    database reports it while preparing the statement, when nothing can be counted: refused."""
+    """SQLite: a downgrade statement sent to the DB-API driver directly drops a table or column, or
+    deletes or updates rows; the database reports it while preparing the statement, when nothing can
+    be counted: refused."""
 
     exit_code = EXIT_REFUSED
 
     def __init__(self, revision: str, gone: list[Target]):
-        what = ", ".join(f"{t}.{c}" if c else f"table {t}" for t, c in gone)
+        what = ", ".join(f"rows of {t}" if c == REWRITTEN else f"{t}.{c}" if c else f"table {t}" for t, c in gone)
         super().__init__(f"downgrade refused: revision {revision} drops {what} through the database driver "
                          "directly, where the rows it would lose cannot be counted; drop it with an alembic "
                          "operation or op.execute (judged), or rerun with --force --reason '...' (dbsync "
@@ -311,6 +312,9 @@ class _DriverWatch:
     lock, before the driver sends it; SQLAlchemy's own statements were judged already (``passing``).
     SQLite reports drops from inside the statement's preparation, where no query may run: there a
     drop of a table or column is refused unless the run is forced (fail closed)."""
+
+    #: SQLite: also told of DELETE/UPDATE statements (``raw_paths.ROWS``), refused like drops
+    watches_rows = True
 
     def __init__(self, judge: _Judge):
         self.judge = judge
@@ -330,8 +334,9 @@ class _DriverWatch:
     def judge_gone(self, gone: list[Target]) -> bool:
         if self.judge.forced is not None:
             return False
+        gone = [(t, c) for t, c in gone if c != REWRITTEN or _application_table(t)]
         self.refused.extend(gone)
-        return True
+        return bool(gone)
 
     def refusal(self) -> DriverDropRefused | None:
         return DriverDropRefused(self.judge.revision, list(dict.fromkeys(self.refused))) if self.refused else None

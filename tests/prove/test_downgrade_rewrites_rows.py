@@ -41,8 +41,9 @@ def _forms(dialect: str) -> dict[str, str]:
         "delete_driver_sql": f'op.get_bind().exec_driver_sql("{delete}")',
         "update_blank": f'op.execute("UPDATE nodes SET name = NULL WHERE id > {ROWS}")',
     }
-    if dialect != "sqlite":  # SQLite's driver path reports drops only (its authorizer): below
-        forms["delete_cursor"] = f'op.get_bind().connection.cursor().execute("{delete}")'
+    forms["delete_cursor"] = f'op.get_bind().connection.cursor().execute("{delete}")'
+    if dialect == "sqlite":  # the driver's own script path: the database reports the DELETE (authorizer)
+        forms["delete_script"] = f'op.get_bind().connection.driver_connection.executescript("SELECT 1; {delete};")'
     if dialect == "postgresql":
         forms["delete_with"] = (f'op.execute("WITH gone AS (DELETE FROM nodes WHERE id > {ROWS} RETURNING id) '
                                 'SELECT count(*) FROM gone")')
@@ -122,6 +123,11 @@ def test_a_downgrade_deleting_or_rewriting_rows_is_judged(tmp_path, db_url, back
         assert _written(app) == written, (seed, label, route, code, output)
         assert code == 4 and "Traceback" not in output, (seed, label, route, code, output)
         # The way forward the refusal names works: forced, the rollback finishes (and records it).
+        # Not after sqlite3's executescript, which commits the revision's transaction before it runs
+        # its script: the revision is left partly reverted where SQLite keeps no journal to resume
+        # from (left, see /work/notes/redteam2.md).
+        if label == "delete_script":
+            return
         if route.startswith("dbsync"):
             forced = app.dbsync(*route.split()[1:], "--force", "--reason", "redteam: release 2 rows may go")
             output = capsys.readouterr().err
