@@ -175,12 +175,20 @@ HEADERS = [
     "from typing import Optional\nfrom alembic import op\nimport sqlalchemy as sa\nfrom sqlalchemy.dialects import postgresql, mysql\n"
     "from sqlalchemy import Integer, String, func\nfrom sqlalchemy.dialects.postgresql import JSONB\n\n"
     "revision: Optional[str, int] = {rid!r}\ndown_revision = {down!r}\nbranch_labels = {labels!r}\n",
+    # ``from __future__`` first (annotations are then never evaluated: a ``(yield)`` in one only the compiler
+    # refuses), or after another import (only the compiler refuses it: running the script gives MP000)
+    "from __future__ import annotations\n\nfrom alembic import op\nimport sqlalchemy as sa\n"
+    "from sqlalchemy import Integer, String, func\n\nrevision = {rid!r}\ndown_revision = {down!r}\n"
+    "branch_labels = {labels!r}\n",
+    "from alembic import op\nfrom __future__ import annotations\nimport sqlalchemy as sa\n"
+    "from sqlalchemy import Integer, String, func\n\nrevision = {rid!r}\ndown_revision = {down!r}\n"
+    "branch_labels = {labels!r}\n",
 ]
 
 
 def _script(rng: random.Random, index: int) -> str:
     labels = rng.choice([("expand",), ("contract",), None])
-    header = HEADERS[rng.choices(range(4), weights=(5, 2, 3, 1))[0]]
+    header = HEADERS[rng.choices(range(len(HEADERS)), weights=(5, 2, 3, 1, 1, 1))[0]]
     lines = [f'"""generated {index}"""', header.format(rid=f"r{index}", down=None, labels=labels), "", "",
              "def upgrade() -> None:"]
     if rng.random() < 0.1:
@@ -190,9 +198,11 @@ def _script(rng: random.Random, index: int) -> str:
         if rng.random() < 0.2:
             batch_table = f"b{rng.randint(1, 50)}"
             recreate = rng.choice(["", "", ", recreate='always'", ", recreate='never'", ", schema=None"])
-            lines.append(f"    with op.batch_alter_table({batch_table!r}{recreate}) as batch_op:")
+            # ``as __debug__``: the one name only the compiler refuses to bind (running the script gives MP000)
+            target = "__debug__" if rng.random() < 0.05 else "batch_op"
+            lines.append(f"    with op.batch_alter_table({batch_table!r}{recreate}) as {target}:")
             for _ in range(rng.randint(1, 3)):
-                lines.append(_layout(rng, "        batch_op.", _operation(rng, batch_table, True)))
+                lines.append(_layout(rng, f"        {target}.", _operation(rng, batch_table, True)))
             if rng.random() < 0.2:
                 lines.append("        op.execute('UPDATE b SET x = 1')")
         else:
@@ -212,7 +222,7 @@ DOWNGRADES = ["op.drop_table('x')", "pass", "op.drop_column('t', 'c')\n    op.dr
               "op.alter_column('t', 'c', existing_type=sa.VARCHAR(length=5), nullable=True)",
               "x = op.f('a')\n    op.drop_table(x)", "op.drop_table('x', schema='a', schema='b')", "break",
               "__debug__ = 1", "op.drop_table(__debug__=1)", "return", "for t in 'ab':\n        continue",
-              "def inner(a, a):\n        pass", "from os import *"]
+              "def inner(a, a):\n        pass", "from os import *", "def inner(a: (yield)):\n        pass"]
 
 DIALECT_SETS = [("postgresql",), ("mysql",), ("sqlite",), ("postgresql", "mysql", "sqlite"), ("mysql", "postgresql")]
 
@@ -315,6 +325,13 @@ MODULE_DECLINED = {
     "compile error in downgrade": PLAIN_HEAD + "    pass\n\n\ndef downgrade():\n    break\n",
     "a shadowed builtin": PLAIN_HEAD.replace("revision = 'a'", "str = 'a'") + "    pass\n",
     "from sqlalchemy import unknown": "from sqlalchemy import Geometry\n" + PLAIN_HEAD + "    pass\n",
+    # what only the compiler refuses, outside and inside ``upgrade()`` (running the script gives MP000)
+    "from __future__ after an import": PLAIN_HEAD.replace("revision = 'a'", "from __future__ import annotations\n"
+                                                          "revision = 'a'") + "    op.drop_column('t', 'c')\n",
+    "a yield in an annotation under __future__": "from __future__ import annotations\n" + PLAIN_HEAD
+    + "    op.drop_column('t', 'c')\n\n\ndef downgrade():\n    def inner(a: (yield)):\n        pass\n",
+    "a batch block as __debug__": PLAIN_HEAD + "    with op.batch_alter_table('t') as __debug__:\n"
+                                  "        __debug__.drop_column('c')\n",
 }
 
 

@@ -157,7 +157,8 @@ class _Script:
         item = statement.items[0]
         call, target = item.context_expr, item.optional_vars
         _check(isinstance(call, ast.Call) and self.is_op(call.func) and call.func.attr == "batch_alter_table")
-        _check(isinstance(target, ast.Name) and target.id not in self.bound)
+        # (``as __debug__`` is the one name the compiler refuses to bind: the body is never compiled, see ``_unread``)
+        _check(isinstance(target, ast.Name) and target.id not in self.bound and target.id != "__debug__")
         line = _line(call)
         _check(statement.lineno == line)
         given = self.bind_arguments(call, names.BATCH_ALTER_TABLE)
@@ -199,8 +200,7 @@ class _Script:
     def bind_arguments(self, call: ast.Call, signature: names.Signature) -> dict:
         given: dict = {}
         _check(len(call.args) <= len(signature.positional) or signature.varargs)
-        _check(not any(isinstance(a, ast.Starred) for a in call.args))
-        positional = [self.value(a, 1) for a in call.args]
+        positional = [self.value(a, 1) for a in call.args]  # (``value`` declines ``*args``)
         for name, value in zip(signature.positional, positional):
             given[name] = value
         given["*"] = positional[len(signature.positional):]
@@ -213,22 +213,28 @@ class _Script:
 
     def value(self, node: ast.AST, depth: int):
         _check(depth < _MAX_DEPTH)
-        if isinstance(node, ast.Name):
+        kind = type(node)  # (parsed nodes are of the classes themselves: one look-up, most frequent first)
+        if kind is ast.Constant:
+            value = node.value
+            _check(value is not Ellipsis)
+            return value
+        if kind is ast.Name:
             bound = self.bound.get(node.id)
             if bound is not None and bound[0] == "const":
                 return bound[1]
             if bound is not None and bound[0] == "sa":
                 return self.reference(bound[1], bound[2], None)
             raise Decline
-        if isinstance(node, (ast.List, ast.Tuple)):
-            values = [self.value(e, depth + 1) for e in node.elts]
-            return values if isinstance(node, ast.List) else tuple(values)
-        if isinstance(node, ast.Attribute):
+        if kind is ast.Call:
+            return self.call(node, depth)
+        if kind is ast.Attribute:
             module = self.module_of(node.value)
             return self.reference(module, node.attr, None)
-        if isinstance(node, ast.Call):
-            return self.call(node, depth)
-        return _literal(node, depth)
+        if kind is ast.List:
+            return [self.value(e, depth + 1) for e in node.elts]
+        if kind is ast.Tuple:
+            return tuple([self.value(e, depth + 1) for e in node.elts])
+        return _literal(node, depth)  # (anything else -- ``*args`` too -- is declined there)
 
     def module_of(self, node: ast.AST) -> str:
         _check(isinstance(node, ast.Name))
@@ -271,7 +277,7 @@ class _Script:
                 and self.bound.get(node.value.id) == ("module", names.SA))
 
     def plain_arguments(self, call: ast.Call) -> tuple[list, dict]:
-        _check(not any(isinstance(a, ast.Starred) for a in call.args) and all(k.arg for k in call.keywords))
+        _check(all(k.arg for k in call.keywords))  # (``value`` declines ``*args``)
         keywords = {}
         for k in call.keywords:
             _check(k.arg not in keywords)
@@ -390,16 +396,17 @@ def _line(call: ast.Call) -> int:
 
 def _literal(node: ast.AST, depth: int):
     _check(depth < _MAX_DEPTH)
-    if isinstance(node, ast.Constant):
+    kind = type(node)
+    if kind is ast.Constant:
         _check(node.value is not Ellipsis)
         return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+    if kind is ast.UnaryOp and type(node.op) is ast.USub and type(node.operand) is ast.Constant:
         _check(type(node.operand.value) in (int, float))
         return -node.operand.value
-    if isinstance(node, (ast.List, ast.Tuple)):
+    if kind is ast.List or kind is ast.Tuple:
         values = [_literal(e, depth + 1) for e in node.elts]
-        return values if isinstance(node, ast.List) else tuple(values)
-    if isinstance(node, ast.Dict):
+        return values if kind is ast.List else tuple(values)
+    if kind is ast.Dict:
         _check(all(k is not None for k in node.keys))
         keys = [_literal(k, depth + 1) for k in node.keys]
         _check(all(type(k) in (str, int, bool, type(None)) for k in keys))
@@ -432,6 +439,26 @@ def recordings(tree: ast.Module, source: str, filename: str, dialects: tuple[str
         return None
 
 
+def _unread(tree: ast.Module) -> ast.Module:
+    """*tree* without the body of ``upgrade()``: what the compiler must still see once ``recordings`` accepted it.
+
+    Running a script compiles it whole, so what only the compiler refuses (``break`` outside a loop in
+    ``downgrade()``, a misplaced ``from __future__`` import, ``__debug__ = 1``) makes it MP000.  The statements
+    of ``upgrade()`` are read here and only in the forms ``_Script`` accepts -- calls of bound names with
+    literal, keyword (checked against the tables, never repeated) and constructor arguments, one ``with`` whose
+    target is never ``__debug__`` -- none of which the compiler refuses; the rest of the module (imports,
+    assignments, every other function whole) is compiled as it is.  Compiling the tree from Python objects costs
+    about what parsing does, nearly all of it in ``upgrade()``'s calls (issue 28: cold speed)."""
+    body = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "upgrade":
+            stub = ast.copy_location(ast.Pass(), node.body[0])
+            node = ast.copy_location(ast.FunctionDef(node.name, node.args, [stub], node.decorator_list, node.returns,
+                                                     node.type_comment), node)
+        body.append(node)
+    return ast.Module(body, tree.type_ignores)
+
+
 def analyse(path: Path, phase: str, options) -> list | None:
     """The findings (``engine.Hit``s) of the script at *path*, as ``engine.analyse`` gives them, when it is plain
     enough to be read here; None otherwise (then it is run).  Never with a plugin (a custom operation runs the
@@ -446,10 +473,10 @@ def analyse(path: Path, phase: str, options) -> list | None:
         source = data.decode("utf-8-sig")
         filename = str(path)
         tree = ast.parse(source, filename)
-        compile(tree, filename, "exec", dont_inherit=True)  # what only the compiler refuses (``break`` outside a loop)
         results = recordings(tree, source, filename, options.dialects)
         if results is None:
             return None
+        compile(_unread(tree), filename, "exec", dont_inherit=True)  # what only the compiler refuses (``break``)
         from migrations_policy.lint.engine import judged
 
         return judged(source, [], results, phase, options)
