@@ -183,12 +183,13 @@ class _Script:
 
     def operation(self, call: ast.Call, rec: Recording, batch: tuple[str, str] | None) -> None:
         func = call.func
-        _check(isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name))
+        if type(func) is not ast.Attribute or type(func.value) is not ast.Name:
+            raise Decline
         if batch is not None and func.value.id == batch[0]:
             signature = names.BATCH_OPERATIONS.get(func.attr)
             table = batch[1]
         else:
-            _check(self.is_op(func))
+            _check(self.bound.get(func.value.id) == ("op",))  # (``is_op``)
             signature = names.OPERATIONS.get(func.attr)
             table = None
         _check(signature is not None)
@@ -198,17 +199,24 @@ class _Script:
         rec.add(OPERATIONS[func.attr](given, rec), line=_line(call))
 
     def bind_arguments(self, call: ast.Call, signature: names.Signature) -> dict:
-        given: dict = {}
-        _check(len(call.args) <= len(signature.positional) or signature.varargs)
-        positional = [self.value(a, 1) for a in call.args]  # (``value`` declines ``*args``)
-        for name, value in zip(signature.positional, positional):
-            given[name] = value
-        given["*"] = positional[len(signature.positional):]
+        """The arguments of *call* by *signature*'s names (``"*"``: the extra positional ones), as Python binds them;
+        declined where binding would raise (too many, unknown, repeated or missing arguments)."""
+        names_ = signature.positional
+        if len(call.args) > len(names_) and not signature.varargs:
+            raise Decline
+        value = self.value
+        positional = [value(a, 1) for a in call.args]  # (``value`` declines ``*args``)
+        given = dict(zip(names_, positional))
+        given["*"] = positional[len(names_):]
         for keyword in call.keywords:
-            _check(keyword.arg is not None and keyword.arg not in given and keyword.arg != "*")
-            _check(keyword.arg in signature.positional or keyword.arg in signature.keywords or signature.any_keyword)
-            given[keyword.arg] = self.value(keyword.value, 1)
-        _check(all(name in given for name in signature.positional[:signature.required]))
+            name = keyword.arg  # (None: ``**kwargs``)
+            if name is None or name in given or not (name in names_ or name in signature.keywords
+                                                     or signature.any_keyword):
+                raise Decline
+            given[name] = value(keyword.value, 1)
+        for name in names_[:signature.required]:
+            if name not in given:
+                raise Decline
         return given
 
     def value(self, node: ast.AST, depth: int):
@@ -425,9 +433,10 @@ def recordings(tree: ast.Module, source: str, filename: str, dialects: tuple[str
         script = _Script()
         upgrade = script.module(tree)
         results: dict[str, list] = {}
+        dependent = len(dialects) > 1 and DIALECT_DEPENDENT.search(source) is not None
         with noting_divergence(*dialects) as diverged:
             for dialect in dialects:
-                if results and not (DIALECT_DEPENDENT.search(source) or diverged()):
+                if results and not (dependent or diverged()):
                     results[dialect] = next(iter(results.values()))
                     continue
                 rec = Recording(filename)
