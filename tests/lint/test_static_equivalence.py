@@ -39,6 +39,8 @@ TYPES = ["sa.Integer()", "sa.Integer", "sa.BigInteger()", "sa.SmallInteger()", "
          "postgresql.ENUM('x', 'y', name='pe{n}')", "postgresql.INET()", "postgresql.CITEXT()",
          "mysql.VARCHAR({n}, charset='utf8mb4')", "mysql.VARCHAR(length={n})", "mysql.TEXT()",
          "mysql.MEDIUMTEXT(collation='utf8mb4_bin')", "mysql.TINYINT(display_width=1)", "mysql.INTEGER(unsigned=True)",
+         "mysql.ENUM('x', 'y')", "mysql.ENUM('x', 'yz', charset='utf8mb4')", "mysql.ENUM('x', name='me{n}')",
+         "mysql.SET('a', 'bc')", "mysql.SET('a', 'bcd', collation='utf8mb4_bin')", "mysql.ENUM", "mysql.SET",
          "Integer()", "String({n})", "JSONB()"]
 DEFAULTS = ["", "", ", server_default='0'", ", server_default=\"x'y\"", ", server_default=sa.text('1')",
             ", server_default=sa.text('now()')", ", server_default=sa.func.now()",
@@ -463,3 +465,30 @@ def test_autogenerates_output_is_read(tmp_path):
             options = Options(dialects=dialects)
             found = static.analyse(path, phase, options)
             assert found is not None and found == engine.analyse(path, phase, options), (dialects, phase)
+
+
+MYSQL_ENUM_AND_SET = """from alembic import op
+import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
+
+revision = 'e1'
+down_revision = None
+
+
+def upgrade():
+    op.add_column('t', sa.Column('state', mysql.ENUM('new', 'done', charset='utf8mb4'), nullable=True))
+    op.add_column('t', sa.Column('flags', mysql.SET('a', 'bcd'), nullable=True))
+    op.alter_column('t', 'kind', existing_type=mysql.ENUM('a', 'b'), type_=mysql.ENUM('a', 'b', 'c'))
+    op.alter_column('t', 'tags', existing_type=mysql.SET('x'), type_=mysql.SET('x', 'yy'))
+"""
+
+
+def test_mysql_enum_and_set_are_read(tmp_path):
+    """``mysql.ENUM`` / ``mysql.SET`` (what autogenerate writes for MySQL's ENUM and SET columns) are read, not
+    run, with the findings of running the script (an ENUM given a member more, a SET's length growing)."""
+    path = tmp_path / "e1.py"
+    path.write_text(MYSQL_ENUM_AND_SET)
+    for dialects in (("mysql",), ("postgresql", "mysql", "sqlite")):
+        options = Options(dialects=dialects)
+        found = static.analyse(path, "expand", options)
+        assert found is not None and found == engine.analyse(path, "expand", options), dialects

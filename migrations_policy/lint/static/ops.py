@@ -38,6 +38,9 @@ class _Type:
             return TypeFacts("other")
         if self.spec.kind == "enum":
             return TypeFacts("enum", enums=self.members if self.arguments is not None else None)
+        if self.spec.kind == "set":  # (``mysql.SET(*values)``: its length is its longest value's)
+            return TypeFacts("string", max([len(v) for v in self.members or ()] + [0]), arguments.get("collation"),
+                             arguments.get("charset"))
         return TypeFacts(self.spec.kind, arguments.get("length"), arguments.get("collation"), arguments.get("charset"))
 
 
