@@ -147,7 +147,9 @@ def _operation(rng: random.Random, table: str, batch: bool) -> str:
                            if not batch else "drop_column('x')",
                            "create_table('t', sa.Column('a', sa.Integer), sa.Column('a', sa.Integer))"
                            if not batch else "drop_column('x')",
-                           f"drop_column({t}'c', bogus_kw=1)", f"rename_table({t}'a', 'b', 'c')"])
+                           f"drop_column({t}'c', bogus_kw=1)", f"rename_table({t}'a', 'b', 'c')",
+                           # a keyword only the compiler refuses (ops taking **kw bind any other name)
+                           f"drop_column({t}'c{n}', __debug__=1)", f"create_index('ix{n}', {t}['a'], __debug__=True)"])
     return f"drop_column({t}'c{n}')"
 
 
@@ -334,6 +336,9 @@ MODULE_DECLINED = {
     + "    op.drop_column('t', 'c')\n\n\ndef downgrade():\n    def inner(a: (yield)):\n        pass\n",
     "a batch block as __debug__": PLAIN_HEAD + "    with op.batch_alter_table('t') as __debug__:\n"
                                   "        __debug__.drop_column('c')\n",
+    "a keyword __debug__": PLAIN_HEAD + "    op.drop_column('t', 'c', __debug__=1)\n",
+    "a batch keyword __debug__": PLAIN_HEAD + "    with op.batch_alter_table('t', __debug__=1) as b:\n"
+                                 "        b.drop_column('c')\n",
 }
 
 

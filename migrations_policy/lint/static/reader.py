@@ -30,6 +30,9 @@ from migrations_policy.lint.static.ops import (OPERATIONS, Decline, _check, _Col
 MAX_BYTES = 64_000
 _MAX_DEPTH = 40
 _BUILTINS = frozenset(dir(builtins))
+#: The one name Python's compiler refuses to bind (as a keyword argument, a ``with`` target, ...): the body of
+#: ``upgrade()`` is never compiled (``_unread``), so the reader declines it wherever it binds a name.
+_UNBINDABLE = "__debug__"
 _FK_TARGET = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){1,2}$")
 
 
@@ -158,7 +161,7 @@ class _Script:
         call, target = item.context_expr, item.optional_vars
         _check(isinstance(call, ast.Call) and self.is_op(call.func) and call.func.attr == "batch_alter_table")
         # (``as __debug__`` is the one name the compiler refuses to bind: the body is never compiled, see ``_unread``)
-        _check(isinstance(target, ast.Name) and target.id not in self.bound and target.id != "__debug__")
+        _check(isinstance(target, ast.Name) and target.id not in self.bound and target.id != _UNBINDABLE)
         line = _line(call)
         _check(statement.lineno == line)
         given = self.bind_arguments(call, names.BATCH_ALTER_TABLE)
@@ -210,8 +213,8 @@ class _Script:
         given["*"] = positional[len(names_):]
         for keyword in call.keywords:
             name = keyword.arg  # (None: ``**kwargs``)
-            if name is None or name in given or not (name in names_ or name in signature.keywords
-                                                     or signature.any_keyword):
+            if name is None or name in given or name == _UNBINDABLE or not (
+                    name in names_ or name in signature.keywords or signature.any_keyword):
                 raise Decline
             given[name] = value(keyword.value, 1)
         for name in names_[:signature.required]:
@@ -285,7 +288,7 @@ class _Script:
                 and self.bound.get(node.value.id) == ("module", names.SA))
 
     def plain_arguments(self, call: ast.Call) -> tuple[list, dict]:
-        _check(all(k.arg for k in call.keywords))  # (``value`` declines ``*args``)
+        _check(all(k.arg and k.arg != _UNBINDABLE for k in call.keywords))  # (``value`` declines ``*args``)
         keywords = {}
         for k in call.keywords:
             _check(k.arg not in keywords)
@@ -454,8 +457,8 @@ def _unread(tree: ast.Module) -> ast.Module:
     Running a script compiles it whole, so what only the compiler refuses (``break`` outside a loop in
     ``downgrade()``, a misplaced ``from __future__`` import, ``__debug__ = 1``) makes it MP000.  The statements
     of ``upgrade()`` are read here and only in the forms ``_Script`` accepts -- calls of bound names with
-    literal, keyword (checked against the tables, never repeated) and constructor arguments, one ``with`` whose
-    target is never ``__debug__`` -- none of which the compiler refuses; the rest of the module (imports,
+    literal, keyword (never repeated, never ``__debug__``) and constructor arguments, one ``with`` whose target
+    is never ``__debug__`` -- none of which the compiler refuses; the rest of the module (imports,
     assignments, every other function whole) is compiled as it is.  Compiling the tree from Python objects costs
     about what parsing does, nearly all of it in ``upgrade()``'s calls (issue 28: cold speed)."""
     body = []
