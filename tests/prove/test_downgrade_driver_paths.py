@@ -22,7 +22,7 @@ import sqlalchemy as sa
 
 from ..gate.conftest import ROWS
 from ..helpers import forget_example_modules
-from .test_release_state import EXPAND_FILE, _alembic, _app, _display_names
+from .test_release_state import EXPAND_FILE, _app, _display_names, _roll_back
 
 
 def _driver_forms(dialect: str) -> list[str]:
@@ -73,12 +73,7 @@ def test_a_downgrade_dropping_through_the_driver_is_judged(tmp_path, db_url, bac
                              {"d": display, "n": display[:64], "i": i})
         names = _display_names(app)
         capsys.readouterr()
-        if route.startswith("dbsync"):
-            code = app.dbsync(*route.split()[1:])
-            output = capsys.readouterr().err
-        else:
-            output = _alembic(app, "downgrade", "r1_inventory")
-            code = 4 if "downgrade refused" in output else None
+        code, output = _roll_back(app, route, capsys)
         assert "display_name" in app.columns("nodes"), (seed, route, code, output)
         assert _display_names(app) == names, (seed, route, code, output)
         assert code == 4 and "Traceback" not in output, (seed, route, code, output)

@@ -23,7 +23,7 @@ import pytest
 import sqlalchemy as sa
 
 from ..helpers import forget_example_modules
-from .test_release_state import EXPAND_FILE, _alembic, _app
+from .test_release_state import EXPAND_FILE, _app, _roll_back
 
 
 def _waiting(engine: sa.Engine) -> bool:
@@ -76,12 +76,7 @@ def test_a_statement_destroying_two_tables_is_counted_under_both_locks(tmp_path,
         ready.wait(30)
         capsys.readouterr()
         try:
-            if route == "dbsync rollback":
-                code = app.dbsync("rollback")
-                output = capsys.readouterr().err
-            else:
-                output = _alembic(app, "downgrade", "r1_inventory")
-                code = 4 if "downgrade refused" in output else None
+            code, output = _roll_back(app, route, capsys)
         finally:
             stop.set()
             writer.join()

@@ -112,6 +112,16 @@ def _alembic(app: App, verb: str, target: str, force: str | None = None) -> str:
         project.dispose()
 
 
+def _roll_back(app: App, route: str, capsys, otherwise: int | None = None) -> tuple[int | None, str]:
+    """Run *route* (``dbsync rollback [--to REV]`` or ``alembic downgrade``, to ``r1_inventory``): its exit code and
+    what it said.  alembic's refusal counts as exit code 4, its success as *otherwise*."""
+    if route.startswith("dbsync"):
+        code = app.dbsync(*route.split()[1:])
+        return code, capsys.readouterr().err
+    output = _alembic(app, "downgrade", "r1_inventory")
+    return (4 if "downgrade refused" in output else otherwise), output
+
+
 def test_every_downgrade_form_is_judged(tmp_path, db_url, backend, capsys):
     seed = _seed()
     rng = random.Random(seed)
@@ -181,12 +191,7 @@ def test_a_writer_committing_while_the_rollback_waits_is_not_dropped(tmp_path, d
         timer = threading.Timer(hold, release.set)
         timer.start()
         try:
-            if route == "dbsync rollback":
-                code = app.dbsync("rollback")
-                output = capsys.readouterr().err
-            else:
-                output = _alembic(app, "downgrade", "r1_inventory")
-                code = 4 if "downgrade refused" in output else None
+            code, output = _roll_back(app, route, capsys)
         finally:
             release.set()
             writer.join()

@@ -24,7 +24,7 @@ import sqlalchemy as sa
 
 from ..gate.conftest import ROWS
 from ..helpers import forget_example_modules
-from .test_release_state import _alembic, _app
+from .test_release_state import _app, _roll_back
 
 CONDITIONS = {
     "state": 'nodes_c_state.in_(["active", "enroll"])',
@@ -71,12 +71,7 @@ def test_a_rollback_and_the_upgrade_again_lose_nothing(tmp_path, db_url, backend
         with app.engine.connect() as conn:
             count = conn.execute(sa.text("SELECT count(*) FROM nodes")).scalar_one()
         capsys.readouterr()
-        if route.startswith("dbsync"):
-            code = app.dbsync(*route.split()[1:])
-            output = capsys.readouterr().err
-        else:
-            output = _alembic(app, "downgrade", "r1_inventory")
-            code = 4 if "downgrade refused" in output else 0
+        code, output = _roll_back(app, route, capsys, otherwise=0)
         assert "Traceback" not in output, output
         if code == 4:
             assert _display_names(app) == written, (seed, label, route, output)
