@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Any
+from typing import Any, Callable, Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -64,10 +64,30 @@ def backoff(consecutive: int) -> None:
     time.sleep(random.uniform(0, min(0.2, 0.005 * 2 ** min(consecutive, 6))))
 
 
-def update(conn: Connection, migration: DataMigration, batch: Batch) -> int:
-    """The set-based batch statement (run inside ``short_lock_wait``); the rows it updated."""
+def update(conn: Connection, migration: DataMigration, batch: Batch,
+           bookkeeping: Callable[[Any], Sequence[Any]] | None = None) -> tuple[int, bool]:
+    """The set-based batch statement (run inside ``short_lock_wait(conn, carried=True,
+    folded=True)``): (the rows it updated, whether *bookkeeping* went with it).  It carries its
+    own lock wait: on PostgreSQL as the first condition of its WHERE (``_LOCK_WAIT_FIRST``, see
+    ``short_lock_wait``), on MariaDB as ``SET STATEMENT ... FOR`` (``execute``).
+
+    *bookkeeping*: given the count of the rows updated (an SQL expression), the batch's
+    bookkeeping statements (the ledger's counts, the claim's advance).  On PostgreSQL they are
+    data-modifying ``WITH`` parts of the same statement (one round trip per batch; PostgreSQL
+    runs a ``WITH`` part the main query does not read after the main query, so after the
+    UPDATE has set the lock wait, and all of them or none); elsewhere the caller sends them."""
     where = sa.and_(batch.where, sa.not_(migration.unmigratable))
-    return execute(conn, sa.update(migration.table).where(where).values(dict(migration.values))).rowcount
+    if conn.dialect.name != "postgresql":
+        return execute(conn, sa.update(migration.table).where(where).values(dict(migration.values))).rowcount, False
+    statement = sa.update(migration.table).where(sa.and_(_LOCK_WAIT_FIRST, where)).values(dict(migration.values))
+    if bookkeeping is None:
+        return conn.execute(statement).rowcount, False
+    moved = statement.returning(sa.literal(1).label("one")).cte("mp_moved")
+    count = sa.select(sa.func.count()).select_from(moved).scalar_subquery()
+    query = sa.select(count)
+    for i, part in enumerate(bookkeeping(count)):
+        query = query.add_cte(part.returning(sa.literal(1).label("one")).cte(f"mp_book{i}"))
+    return conn.execute(query).scalar_one(), True
 
 
 def execute(conn: Connection, statement: Any) -> Any:
@@ -118,18 +138,23 @@ class short_lock_wait:
     * SQLite: nothing (one writer at a time).
 
     *carried*: every migrating statement goes through ``execute`` (the runner's own statements):
-    on MariaDB each carries the setting, and the session's is left alone."""
+    on MariaDB each carries the setting, and the session's is left alone.  *folded*: the block's
+    one migrating statement is the set-based ``update``, which on PostgreSQL sets ``lock_timeout``
+    itself (``_LOCK_WAIT_FIRST``: an uncorrelated sub-select, so an InitPlan run once before the
+    scan, before any row is locked or waited for): no statement of its own before it."""
 
-    def __init__(self, conn: Connection, carried: bool = False):
+    def __init__(self, conn: Connection, carried: bool = False, folded: bool = False):
         self.conn = conn
         self.carried = carried
+        self.folded = folded
         self.restore: Any = None
 
     def __enter__(self) -> None:
         conn = self.conn
         dialect = conn.dialect.name
         if dialect == "postgresql":
-            conn.execute(_SET_LOCK_WAIT)
+            if not self.folded:
+                conn.execute(_SET_LOCK_WAIT)
         elif dialect in ("mysql", "mariadb") and not (self.carried and _carries(conn)):
             info = conn.connection.info
             if _SAVED not in info:
@@ -150,6 +175,8 @@ class short_lock_wait:
 
 
 _SET_LOCK_WAIT = sa.select(sa.func.set_config("lock_timeout", f"{LOCK_WAIT_MS}ms", True))
+#: The same setting as the first condition of the set-based UPDATE (PostgreSQL): true, once set.
+_LOCK_WAIT_FIRST = _SET_LOCK_WAIT.scalar_subquery().is_not(None)
 _SAVED = "migrations_policy.innodb_lock_wait_timeout"
 _READ_INNODB_WAIT = sa.text("SELECT @@SESSION.innodb_lock_wait_timeout")
 _SET_INNODB_WAIT = sa.text("SET SESSION innodb_lock_wait_timeout = :seconds")
