@@ -28,7 +28,10 @@ first ones), the per-row part is read as before, its upper bound: the migrating 
 * but never fewer than the rows at which the fixed part is ``FIXED_SHARE`` of a batch's time
   (``fixed / per_row * (1 - FIXED_SHARE) / FIXED_SHARE``): where the fixed part alone is too
   close to the target, batches take longer than the target rather than spend most of their
-  time on what does not move a row;
+  time on what does not move a row -- up to ``FLOOR_TARGETS`` times the target, or five times
+  the fixed part if that is longer (``floor_rows``: a fit over a loaded machine's batches can
+  read the load's drift as a fixed part; measured: 90 ms where a round trip costs a few, which
+  made every batch of a 300,000-row run take 0.6-1.1 s);
 * changes by at most 2x per batch, within 1 .. the ceiling.
 """
 
@@ -39,6 +42,8 @@ from collections import deque
 
 #: A batch's fixed part is at most this share of its time (the floor of the batch size).
 FIXED_SHARE = 0.1
+#: The floor never makes a batch take longer than this many times the target (see ``floor_rows``).
+FLOOR_TARGETS = 4
 #: Recent batches the two parts are fitted over.
 WINDOW = 24
 #: A fit needs two batches whose sizes differ by at least this factor.
@@ -58,6 +63,15 @@ def next_batch_size(size: int, seconds: float, target: float, ceiling: int) -> i
     most 2x up or down per batch, within 1..*ceiling*."""
     factor = 2.0 if seconds <= 0 else min(max(target / seconds, 0.5), 2.0)
     return max(1, min(ceiling, int(size * factor)))
+
+
+def floor_rows(fixed: float, per_row: float, target: float) -> float:
+    """The fewest rows a batch takes: where the fixed part is ``FIXED_SHARE`` of its time, but no
+    more rows than make it take ``FLOOR_TARGETS`` times the target (or five times the fixed part,
+    if that is longer: the fixed part at most a fifth): a fixed part that is mostly a loaded
+    machine's wait must not make every batch hold its row locks for a second."""
+    rows = fixed / per_row * (1 - FIXED_SHARE) / FIXED_SHARE
+    return min(rows, max(FLOOR_TARGETS * target - fixed, 4 * fixed) / per_row)
 
 
 def _weighted(batches: list[tuple[int, float, float]]) -> tuple[float, float] | None:
@@ -131,7 +145,7 @@ class BatchSizer:
             size = 2.0 * last
         else:
             wanted = (self.target - fixed) / per_row if fixed < self.target else 0.0
-            floor = fixed / per_row * (1 - FIXED_SHARE) / FIXED_SHARE
+            floor = floor_rows(fixed, per_row, self.target)
             size = max(wanted, floor)
             fitted = last / 2.0 <= size <= 2.0 * last and size < self.ceiling
             size = max(min(size, 2.0 * last), last / 2.0)

@@ -12,7 +12,7 @@ import math
 import random
 import statistics
 
-from migrations_policy.data.sizing import FIXED_SHARE, BatchSizer
+from migrations_policy.data.sizing import FIXED_SHARE, BatchSizer, floor_rows
 
 
 def test_batches_amortise_the_fixed_cost_and_aim_at_the_target():
@@ -50,9 +50,9 @@ def test_batches_amortise_the_fixed_cost_and_aim_at_the_target():
 
 def _ideal(fixed: float, per_row: float, target: float, ceiling: int) -> float:
     """The size a sizer that knew both parts would choose: about the target, but never so small
-    that the fixed part is over ``FIXED_SHARE`` of a batch's time."""
+    that the fixed part is over ``FIXED_SHARE`` of a batch's time (up to ``floor_rows``' limit)."""
     wanted = (target - fixed) / per_row if fixed < target else 0.0
-    return min(max(wanted, fixed / per_row * (1 - FIXED_SHARE) / FIXED_SHARE), ceiling)
+    return min(max(wanted, floor_rows(fixed, per_row, target)), ceiling)
 
 
 def test_a_statements_own_fixed_cost_is_not_read_as_per_row_cost():
