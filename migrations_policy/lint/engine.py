@@ -94,6 +94,12 @@ def _record_all(module, source: str, upgrade, path: Path, options: Options, hits
                 used = notes.touched[touched] if len(notes.touched) > touched else "an object"
                 reason = (f"upgrade() uses {used}, which could not be imported or defined offline "
                           f"({notes.describe() or 'not installed'})")
+            elif exc is not None and notes.failed:
+                # It raised while its module is incomplete: a placeholder may have reached a function that checks
+                # its argument's type without touching it (``os.getenv(MISSING_NAME)``), so the error is not known
+                # to be the script's own.  Its source is read, as for any use of what could not be imported.
+                line = line_in(exc, filename)
+                reason = f"upgrade() raised {one_line(exc)} while its module is incomplete ({notes.describe()})"
             elif exc is not None:
                 line = line_in(exc, filename)
                 # After an (empty) inspection, the script's own error may come from the empty answers.

@@ -73,6 +73,8 @@ def _tree(rng: random.Random, root: Path) -> tuple[Path, Path, dict]:
         import logging
         import sqlalchemy as sa
         CONSTANT = 7
+        ENV_NAME = "MP_VERDICT_UNSET_VARIABLE"
+        DEFAULT = "default"
         JSONType = sa.Text
         class Base:
             pass
@@ -104,7 +106,8 @@ def _tree(rng: random.Random, root: Path) -> tuple[Path, Path, dict]:
         head = ['"""generated"""', "from alembic import op, context", "import sqlalchemy as sa"]
         module, body = [], []
         features = rng.sample(["import", "import_from", "module_use", "upgrade_use", "type_use", "decorated_base",
-                               "config", "module_config", "guard", "helper", "helper_guard", "ops", "package"],
+                               "config", "module_config", "guard", "helper", "helper_guard", "ops", "package",
+                               "stdlib_use"],
                               rng.randint(2, 6))
         if "import" in features or "upgrade_use" in features or "type_use" in features:
             head.append(f"import {missing}")
@@ -115,6 +118,13 @@ def _tree(rng: random.Random, root: Path) -> tuple[Path, Path, dict]:
         if "decorated_base" in features:
             head.append(f"from {missing} import Base")
             module.append("class Model(Base):\n    __tablename__ = 'model'\n")
+        if "stdlib_use" in features:
+            # a missing value handed to a function of the standard library that checks its type (zenml's
+            # os.getenv(ENV_..., DEFAULT_...)): it raises TypeError without touching the placeholder
+            head.append(f"import os\nimport re\nfrom {missing} import ENV_NAME, DEFAULT, CONSTANT")
+            body.append(rng.choice(["value = os.getenv(ENV_NAME, DEFAULT)", "value = os.path.join(DEFAULT, 'x')",
+                                    "value = re.compile(DEFAULT)", "value = ', '.join([DEFAULT, 'x'])",
+                                    "value = int(CONSTANT) + 1", "value = ENV_NAME.upper()"]))
         if "upgrade_use" in features:
             body.append(f"log = {missing}.get_logger()\nlog.info('upgrading')")
         if "type_use" in features:
