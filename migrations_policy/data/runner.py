@@ -246,7 +246,7 @@ class _Walk(Survey, Claiming):
             return [*advance, ledger.batch_statement(name, migrated, stuck, key)]
 
         began = time.perf_counter()
-        processed, migrated, stuck, recorded = self._migrate(conn, batch, None if after else bookkeeping)
+        processed, migrated, stuck, recorded = self._migrate(conn, batch, None)
         self.migrating_seconds = time.perf_counter() - began
         if after is not None:
             after(conn)
