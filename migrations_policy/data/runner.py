@@ -238,21 +238,14 @@ class _Walk(Survey, Claiming):
         record it in the ledger."""
         name = self.migration.name
         completion.quiet(conn, self.migration)
-        key = batch.upper if chunk is None else None  # claiming: the claim recorded it
-        after = getattr(self.migration, "after_batch", None)  # a prune's reference check: a fixed cost
-
-        def bookkeeping(migrated: Any, stuck: int = 0) -> list[Any]:
-            advance = [] if chunk is None else [claims.advance_statement(name, chunk.high, chunk.holder, batch.upper)]
-            return [*advance, ledger.batch_statement(name, migrated, stuck, key)]
-
         began = time.perf_counter()
-        processed, migrated, stuck, recorded = self._migrate(conn, batch, None)
+        processed, migrated, stuck = self._migrate(conn, batch)
         self.migrating_seconds = time.perf_counter() - began
+        after = getattr(self.migration, "after_batch", None)  # a prune's reference check: a fixed cost
         if after is not None:
             after(conn)
-        if not recorded:
-            advance = None if chunk is None else bookkeeping(migrated, stuck)[0]
-            ledger.record_batch(conn, name, migrated, stuck, key, along=advance)
+        advance = None if chunk is None else claims.advance_statement(name, chunk.high, chunk.holder, batch.upper)
+        ledger.record_batch(conn, name, migrated, stuck, batch.upper if chunk is None else None, along=advance)
         if self.stop is not None and self.stop.is_set():
             raise KeyboardInterrupt  # another thread was interrupted: roll this batch back
         return processed, migrated, stuck
@@ -336,10 +329,8 @@ class _Walk(Survey, Claiming):
                 return None
         return Batch(m, self.cursor, upper, self.options)
 
-    def _migrate(self, conn: Connection, batch: Batch,
-                 bookkeeping: Callable[[Any], list[Any]] | None = None) -> tuple[int, int, int, bool]:
-        """Run the batch; (rows processed, rows migrated, rows stuck, whether the batch's
-        *bookkeeping* went with it: PostgreSQL's set-based UPDATE carries it, ``yielding.update``).
+    def _migrate(self, conn: Connection, batch: Batch) -> tuple[int, int, int]:
+        """Run the batch; (rows processed, rows migrated, rows stuck).
 
         The set-based form updates only the rows it can migrate (``NOT unmigratable``):
         no read-back of what it wrote, and the rows it cannot migrate are counted once,
@@ -355,18 +346,18 @@ class _Walk(Survey, Claiming):
         with yielding.short_lock_wait(conn, carried, folded=m.unmigratable is not None):  # every statement that
             # migrates gives way to live traffic
             if m.unmigratable is not None:
-                processed, recorded = yielding.update(conn, m, batch, bookkeeping)
-                return processed, processed, 0, recorded
+                processed = yielding.update(conn, m, batch)
+                return processed, processed, 0
             returned = m.migrate(conn, batch)
             if m.deletes:  # the rows it was given are gone: none can be stuck
                 if not isinstance(returned, int) or isinstance(returned, bool) or returned < 0:
                     raise TypeError(f"{m.name}: a deleting migration returns the number of rows it deleted, "
                                     f"not {returned!r}")
-                return returned, returned, 0, False
+                return returned, returned, 0
             stuck = len(given & pending_keys(conn, m, batch.where, current=True))
         migrated = returned if isinstance(returned, int) and not isinstance(returned, bool) \
             else len(given) - stuck
-        return max(len(given), migrated + stuck), migrated, stuck, False
+        return max(len(given), migrated + stuck), migrated, stuck
 
 def _select(registry: Registry, run: RunOptions) -> list[_Walk]:
     for name in [*run.names, *run.options]:

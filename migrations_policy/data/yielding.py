@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -64,30 +64,15 @@ def backoff(consecutive: int) -> None:
     time.sleep(random.uniform(0, min(0.2, 0.005 * 2 ** min(consecutive, 6))))
 
 
-def update(conn: Connection, migration: DataMigration, batch: Batch,
-           bookkeeping: Callable[[Any], Sequence[Any]] | None = None) -> tuple[int, bool]:
+def update(conn: Connection, migration: DataMigration, batch: Batch) -> int:
     """The set-based batch statement (run inside ``short_lock_wait(conn, carried=True,
-    folded=True)``): (the rows it updated, whether *bookkeeping* went with it).  It carries its
-    own lock wait: on PostgreSQL as the first condition of its WHERE (``_LOCK_WAIT_FIRST``, see
-    ``short_lock_wait``), on MariaDB as ``SET STATEMENT ... FOR`` (``execute``).
-
-    *bookkeeping*: given the count of the rows updated (an SQL expression), the batch's
-    bookkeeping statements (the ledger's counts, the claim's advance).  On PostgreSQL they are
-    data-modifying ``WITH`` parts of the same statement (one round trip per batch; PostgreSQL
-    runs a ``WITH`` part the main query does not read after the main query, so after the
-    UPDATE has set the lock wait, and all of them or none); elsewhere the caller sends them."""
+    folded=True)``); the rows it updated.  It carries its own lock wait: on PostgreSQL as the
+    first condition of its WHERE (``_LOCK_WAIT_FIRST``, see ``short_lock_wait``), on MariaDB as
+    ``SET STATEMENT ... FOR`` (``execute``)."""
     where = sa.and_(batch.where, sa.not_(migration.unmigratable))
-    if conn.dialect.name != "postgresql":
-        return execute(conn, sa.update(migration.table).where(where).values(dict(migration.values))).rowcount, False
-    statement = sa.update(migration.table).where(sa.and_(_LOCK_WAIT_FIRST, where)).values(dict(migration.values))
-    if bookkeeping is None:
-        return conn.execute(statement).rowcount, False
-    moved = statement.returning(sa.literal(1).label("one")).cte("mp_moved")
-    count = sa.select(sa.func.count()).select_from(moved).scalar_subquery()
-    query = sa.select(count)
-    for i, part in enumerate(bookkeeping(count)):
-        query = query.add_cte(part.returning(sa.literal(1).label("one")).cte(f"mp_book{i}"))
-    return conn.execute(query).scalar_one(), True
+    if conn.dialect.name == "postgresql":
+        where = sa.and_(_LOCK_WAIT_FIRST, where)
+    return execute(conn, sa.update(migration.table).where(where).values(dict(migration.values))).rowcount
 
 
 def execute(conn: Connection, statement: Any) -> Any:
