@@ -124,23 +124,16 @@ def as_key_text(key: Any) -> str | None:
     return None if key is None else str(key)[:255]
 
 
-def batch_statement(name: str, migrated: Any, stuck: int, key: Any = None) -> sa.Update:
-    """``record_batch``'s statement; *migrated* may be an SQL expression (the count of the rows
-    the batch's own statement updated, when this one is a ``WITH`` part of it)."""
-    keys = {} if key is None else {"last_key": as_key_text(key)}
-    return sa.update(ledger).where(ledger.c.name == name).values(
-        updated_at=utcnow(), rows_migrated=ledger.c.rows_migrated + migrated,
-        rows_stuck=ledger.c.rows_stuck + stuck, **keys)
-
-
 def record_batch(connection: Connection, name: str, migrated: int, stuck: int, key: Any = None,
                  along: sa.Update | sa.Delete | None = None) -> None:
     """Inside the batch's transaction: what the batch did (atomic with the batch itself);
     *key*, the batch's upper key, unless a claim recorded it already (None).  *along*: another
     bookkeeping statement of the batch (its claim's advance), sent with this one: on PostgreSQL
-    in the same statement (a data-modifying ``WITH``, one round trip), elsewhere just before.
-    (PostgreSQL's set-based batches send both inside their UPDATE: ``yielding.update``.)"""
-    statement = batch_statement(name, migrated, stuck, key)
+    in the same statement (a data-modifying ``WITH``, one round trip), elsewhere just before."""
+    keys = {} if key is None else {"last_key": as_key_text(key)}
+    statement = sa.update(ledger).where(ledger.c.name == name).values(
+        updated_at=utcnow(), rows_migrated=ledger.c.rows_migrated + migrated,
+        rows_stuck=ledger.c.rows_stuck + stuck, **keys)
     if along is not None:
         if connection.dialect.name == "postgresql":
             statement = statement.add_cte(along.returning(sa.literal(1)).cte("along"))

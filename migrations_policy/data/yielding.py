@@ -7,7 +7,8 @@ transaction, which is always the application's (the batch has changed thousands 
 So the batch must never be part of a cycle, or leave it first:
 
 * **PostgreSQL**: the batch waits at most ``LOCK_WAIT_MS`` for a row lock (``lock_timeout``,
-  local to the batch's transaction, set just before its statement); that is
+  local to the batch's transaction, set just before its statement -- by the set-based batch's
+  UPDATE itself, as the first condition of its WHERE); that is
   far below ``deadlock_timeout`` (1 s by default), so a cycle is broken by the batch giving up
   before any session runs its deadlock check.
 * **MariaDB/MySQL**: while the batch migrates (the set-based UPDATE, or every statement the
