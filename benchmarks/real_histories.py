@@ -1,7 +1,7 @@
 """Lint the alembic histories of real projects, as published in their wheels (issues 13, 28).
 
     python benchmarks/real_histories.py [--cache DIR] [--project NAME ...] [--dialect D ...] [--timeout S]
-                                        [--with-deps PYTHON] [--compare-jobs]
+                                        [--with-deps PYTHON] [--after-first] [--compare-jobs]
 
 Downloads each project's wheel (``pip download --no-deps``) into the cache directory
 (default ``$XDG_CACHE_HOME/migrations_policy/real_histories`` or ``~/.cache/...``),
@@ -11,7 +11,10 @@ in a fresh process: cold (an empty cache) and warm (the cache of the cold run), 
 ``--compare-jobs`` once more cold with one worker against two.  ``--with-deps PYTHON``: the
 same runs again with the interpreter of a virtualenv where the projects (and so their
 dependencies) are installed -- e.g. ``pip install mlflow-skinny dagster`` and this checkout --
-for the "with deps" columns.  Checks, per tree:
+for the "with deps" columns.  ``--after-first`` (implied by ``--with-deps``): each tree's first script that must run
+(one ``lint.static`` does not read) is also linted alone, cold, and the time per script after the first is printed, ``(T(all) - T(first)) / (n - 1)``:
+what a run pays once (start, imports, the fork server's pre-import of the installed packages) is left out.
+Checks, per tree:
 
 * no crash: the exit code is 0, 1 or 2 (never 3, the linter's internal error) and the
   JSON report parses;
@@ -99,12 +102,13 @@ def _scripts(tree: Path) -> list[Path]:
             if "__pycache__" not in p.parts and _REVISION.search(p.read_text(encoding="utf-8", errors="replace"))]
 
 
-def _lint(tree: Path, cwd: Path, jobs: int, dialects: list[str], timeout: float, cache: str = "off",
+def _lint(tree: Path | list[Path], cwd: Path, jobs: int, dialects: list[str], timeout: float, cache: str = "off",
           python: str = sys.executable) -> tuple[dict | None, float, str]:
     env = {**os.environ, "MIGRATIONS_POLICY_LINT_JOBS": str(jobs), "MIGRATIONS_POLICY_CACHE_DIR": cache,
            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     command = [python, "-m", "migrations_policy.cli", "lint", "--format", "json",
-               *[arg for d in dialects for arg in ("--dialect", d)], str(tree)]
+               *[arg for d in dialects for arg in ("--dialect", d)],
+               *([str(tree)] if isinstance(tree, Path) else [str(path) for path in tree])]
     start = time.monotonic()
     try:
         proc = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
@@ -144,7 +148,26 @@ def _measure(tree: Path, root: Path, scripts: list[Path], args, python: str) -> 
             problems.append(one[2] or "DIFFERENT results with 1 and 2 workers")
     if report is not None and report["files"] != len(scripts):
         problems.append(f"{len(scripts) - report['files']} script(s) without a verdict")
+    if args.after_first and len(scripts) > 1:
+        # the first script alone, cold: what every run pays once (start, imports, the fork server's pre-import);
+        # then (T(all) - T(first)) / (n - 1) is the time of each further script.  The first script that must run
+        # (one lint.static does not read): a plain first script would leave the worker's start and pre-import
+        # to the "further" scripts
+        first = _lint([_first_run(scripts, args)], root, 2, args.dialect or [], args.timeout, "off", python)
+        if first[2]:
+            problems.append(f"first script alone: {first[2]}")
+        runs.append(first)
     return report, runs, problems
+
+
+def _first_run(scripts: list[Path], args) -> Path:
+    """The first of *scripts* that ``lint.static`` does not read (it runs in the worker); else the first."""
+    sys.path.insert(0, str(ROOT))
+    from migrations_policy.lint.options import Options
+    from migrations_policy.lint.static import reader
+
+    options = Options(dialects=tuple(args.dialect or ("postgresql", "mysql", "sqlite")))
+    return next((script for script in scripts if reader.analyse(script, "expand", options) is None), scripts[0])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -156,6 +179,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--with-deps", metavar="PYTHON",
                         help="also lint with this interpreter (a virtualenv where the projects are installed)")
     parser.add_argument("--compare-jobs", action="store_true", help="also check 1 worker gives what 2 give")
+    parser.add_argument("--after-first", action="store_true",
+                        help="also lint each tree's first script alone (cold) and print the time per script after "
+                             "the first: (T(all) - T(first)) / (n - 1), both cold (implied by --with-deps)")
     parser.add_argument("--static-only", action="store_true",
                         help="only count the scripts lint.static reads without running them, and check each "
                              "one's findings equal running it (in this process)")
@@ -166,21 +192,28 @@ def main(argv: list[str] | None = None) -> int:
     if args.static_only:
         return _static_only(args, cache)
     pythons = [("no deps", sys.executable)] + ([("with deps", args.with_deps)] if args.with_deps else [])
+    args.after_first = args.after_first or bool(args.with_deps)
     failures = 0
     header = (f"{'tree':44} {'deps':9} {'scripts':>7} {'MP000':>5} {'MP000%':>6} {'MP001':>5} {'findings':>8} "
-              f"{'cold s':>7} {'ms/script':>9} {'warm s':>6}  checks")
+              f"{'cold s':>7} {'ms/script':>9} {'warm s':>6} {'1st s':>6} {'ms/next':>7}  checks")
     print(header)
     reasons_by_tree = {}
-    totals = {label: [0, 0, 0.0] for label, _ in pythons}  # scripts, MP000, cold seconds
+    totals = {label: [0, 0, 0.0, 0.0, 0] for label, _ in pythons}  # scripts, MP000, cold s, after-first s and scripts
     for tree, root, name, scripts in _histories(args, cache):
         for label, python in pythons:
             report, runs, problems = _measure(tree, root, scripts, args, python)
             codes = collections.Counter(f["code"] for f in (report or {"findings": []})["findings"])
             unloadable = len({f["path"] for f in (report or {"findings": []})["findings"] if f["code"] == "MP000"})
             rate = 100.0 * unloadable / max(1, len(scripts))
+            first, after = "", ""
+            if len(runs) > 2 and not runs[2][2]:
+                first, later = f"{runs[2][1]:6.2f}", runs[0][1] - runs[2][1]
+                after = f"{1000 * later / (len(scripts) - 1):7.1f}"
+                totals[label][3] += later
+                totals[label][4] += len(scripts) - 1
             print(f"{name[-44:]:44} {label:9} {len(scripts):7} {unloadable:5} {rate:6.1f} {codes['MP001']:5} "
                   f"{sum(codes.values()):8} {runs[0][1]:7.1f} {1000 * runs[0][1] / max(1, len(scripts)):9.0f} "
-                  f"{runs[1][1]:6.2f}  {'; '.join(problems) or 'ok'}", flush=True)
+                  f"{runs[1][1]:6.2f} {first:>6} {after:>7}  {'; '.join(problems) or 'ok'}", flush=True)
             failures += bool(problems)
             totals[label][0] += len(scripts)
             totals[label][1] += unloadable
@@ -189,9 +222,10 @@ def main(argv: list[str] | None = None) -> int:
                 reasons = collections.Counter(f["message"][:110]
                                               for f in report["findings"] if f["code"] == "MP000")
                 reasons_by_tree[f"{name} ({label})"] = reasons.most_common(3)
-    for label, (scripts, unloadable, seconds) in totals.items():
+    for label, (scripts, unloadable, seconds, later, following) in totals.items():
         print(f"total {label}: {scripts} scripts, MP000 {unloadable} ({100.0 * unloadable / max(1, scripts):.1f}%), "
-              f"cold {seconds:.1f} s ({1000 * seconds / max(1, scripts):.0f} ms per script)")
+              f"cold {seconds:.1f} s ({1000 * seconds / max(1, scripts):.0f} ms per script)"
+              + (f", {1000 * later / following:.1f} ms per script after each tree's first" if following else ""))
     print("\nmost frequent MP000 reasons:")
     for name, reasons in reasons_by_tree.items():
         for reason, count in reasons:
@@ -203,8 +237,9 @@ def _static_only(args, cache: Path) -> int:
     """Per tree: the scripts ``lint.static`` reads (plain: no worker, no alembic import), and whether each one's
     findings equal ``engine.analyse``'s, which runs it offline (as expand, on the dialects linted)."""
     sys.path.insert(0, str(ROOT))
-    from migrations_policy.lint import engine, static
+    from migrations_policy.lint import engine
     from migrations_policy.lint.options import Options
+    from migrations_policy.lint.static import reader as static
 
     options = Options(dialects=tuple(args.dialect or ("postgresql", "mysql", "sqlite")))
     print(f"{'tree':44} {'scripts':>7} {'static':>6} {'static%':>7} {'differ':>6} {'ms/script':>9}")

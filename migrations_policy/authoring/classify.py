@@ -43,10 +43,25 @@ def in_place_everywhere(operation: m.Operation, dialects: tuple[str, ...] | list
 
 
 def single_aspects(op: ops.AlterColumnOp) -> list[ops.AlterColumnOp]:
-    """Split an AlterColumnOp that changes several things into one op per change."""
+    """Split an AlterColumnOp that changes several things into one op per change.
+
+    Each op states the column as it is when that op runs, not as it was before the revision:
+    MySQL's ``MODIFY`` restates the whole column from the ``existing_*`` values, so an op that
+    carried the old default or comment would put it back after expand had changed it (a NOT NULL
+    set in contract dropped the server default expand had just given the column).  The default
+    and the comment change in expand, before every contract op (an expand op that runs before
+    them sets the new value early, harmlessly); while its nullability changes, the column is
+    nullable until contract (DROP NOT NULL in expand, SET NOT NULL in contract)."""
     common = dict(schema=op.schema, existing_type=op.existing_type, existing_nullable=op.existing_nullable,
                   existing_server_default=op.existing_server_default, existing_comment=op.existing_comment,
                   **op.kw)
+    when_run = {}  # the other ops' view of what this op changes
+    if op.modify_server_default is not False:
+        when_run["existing_server_default"] = op.modify_server_default
+    if op.modify_comment is not False:
+        when_run["existing_comment"] = op.modify_comment
+    if op.modify_nullable is not None and op.modify_nullable != op.existing_nullable:
+        when_run["existing_nullable"] = True
     changes = []
     if op.modify_type is not None:
         changes.append({"modify_type": op.modify_type})
@@ -58,7 +73,11 @@ def single_aspects(op: ops.AlterColumnOp) -> list[ops.AlterColumnOp]:
         changes.append({"modify_server_default": op.modify_server_default})
     if op.modify_comment is not False:
         changes.append({"modify_comment": op.modify_comment})
-    return [ops.AlterColumnOp(op.table_name, op.column_name, **common, **change) for change in changes]
+    own = {"modify_server_default": "existing_server_default", "modify_comment": "existing_comment",
+           "modify_nullable": "existing_nullable"}
+    return [ops.AlterColumnOp(op.table_name, op.column_name, **{
+        **common, **{k: v for k, v in when_run.items() if k != own.get(next(iter(change)))}}, **change)
+            for change in changes]
 
 
 def narrowed_length(old: Any, new: Any) -> int | None:

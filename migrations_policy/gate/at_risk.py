@@ -53,6 +53,22 @@ EXIT_REFUSED = 4
 #: Operations that destroy rows or values of what they name (a rename loses nothing).
 _DESTROYING_TABLE = (m.DROP_TABLE, m.TRUNCATE)
 _DESTROYING_COLUMN = (m.DROP_COLUMN, *m.TYPE_CHANGES)
+#: Statements that delete or rewrite rows of a table without naming which: ``DELETE``, ``UPDATE``
+#: (``MERGE``, ``REPLACE``, an ``INSERT`` that updates on conflict), and SQL acting on a table in a
+#: form the knowledge base does not know (MariaDB's ``ENGINE=BLACKHOLE``, ``TRUNCATE PARTITION``, ...;
+#: an alembic operation it does not know is judged by the SQL it sends, statement by statement).
+_REWRITING = (m.DELETE, m.UPDATE, m.OTHER)
+#: ``DROP`` of a container of tables (PostgreSQL's schemas, extensions, ``DROP OWNED``; MariaDB's
+#: databases): what it takes with it is not named.
+_DROPPED_CONTAINERS = ("schema ", "database ", "extension ", "owned")
+
+#: The column of a target whose rows a statement deletes or rewrites (``_REWRITING``): which rows
+#: cannot be read from the statement, so every row of the table is counted.  (``raw_paths.ROWS``.)
+REWRITTEN = "<rows it deletes or rewrites>"
+#: The table of a target no count can name (``DROP TYPE ... CASCADE`` takes every column of the
+#: type, ``DROP SCHEMA ... CASCADE`` every table in it, a ``DO`` block builds its SQL at run time);
+#: its column holds the statement's text.  Refused unless forced.
+UNCOUNTABLE = "<not countable>"
 
 Target = tuple[str, "str | None"]  # (table, column); column None: the whole table
 
@@ -61,12 +77,21 @@ Target = tuple[str, "str | None"]  # (table, column); column None: the whole tab
 class AtRisk:
     table: str
     column: str | None  # None: the whole table is dropped
-    rows: int
+    rows: int  # -1: not countable (``UNCOUNTABLE``)
     why: str
 
     def describe(self) -> str:
-        where = f"{self.table}.{self.column}" if self.column else f"table {self.table}"
+        if self.rows < 0:
+            return f"{self.column}: {self.why}"
+        where = f"{self.table}.{self.column}" if self.column not in (None, REWRITTEN) else f"table {self.table}"
         return f"{where}: {self.rows:,} row(s) ({self.why})"
+
+
+def _amount(found: list[AtRisk]) -> str:
+    rows = sum(r.rows for r in found if r.rows > 0)
+    if all(r.rows > 0 for r in found):
+        return f"{rows:,} row(s)"
+    return f"{rows:,} row(s) and what it destroys that cannot be counted" if rows else "what it cannot count"
 
 
 class RowsAtRisk(CommandError):
@@ -76,52 +101,92 @@ class RowsAtRisk(CommandError):
 
     def __init__(self, revision: str, found: list[AtRisk]):
         self.found = found
-        rows = sum(r.rows for r in found)
-        super().__init__(f"downgrade refused: revision {revision} would lose {rows:,} row(s) "
+        super().__init__(f"downgrade refused: revision {revision} would lose {_amount(found)} "
                          f"({'; '.join(r.describe() for r in found)}), counted under the statement's lock; "
                          "rerun with --force --reason '...' (dbsync rollback) or -x migrations_policy_force=REASON "
                          "(alembic downgrade) to drop them anyway (recorded)")
 
 
+def _application_table(name: str | None) -> bool:
+    from migrations_policy.core.framework_tables import is_framework_table
+
+    return bool(name) and name != m.ANY_TABLE and not is_framework_table(name) and name.lower() != "alembic_version"
+
+
 def destroying(operations: Iterable[m.Operation]) -> list[Target]:
-    """The tables and columns whose rows or values *operations* destroy."""
+    """The tables and columns whose rows or values *operations* destroy, or may destroy in a way
+    no count can pick out (``REWRITTEN``, ``UNCOUNTABLE``).  Fails closed: a statement keeps every
+    row only when the knowledge base reads it as a kind that does (create, add, rename, index,
+    constraint, default, comment, insert; a drop of an index, constraint, view, trigger, function,
+    sequence or type without ``CASCADE``; a session setting or a query)."""
     found: list[Target] = []
     for operation in operations:
         if operation.kind in _DESTROYING_TABLE and operation.table:
             found.append((operation.table, None))
+        elif operation.kind in _DESTROYING_COLUMN and operation.table == m.ANY_TABLE:
+            found.append((UNCOUNTABLE, operation.text or operation.describe()))
         elif operation.kind in _DESTROYING_COLUMN and operation.table and operation.column:
             found.append((operation.table, operation.column))
+        elif operation.kind in _REWRITING and _application_table(operation.table) and (
+                operation.kind != m.OTHER or operation.source == "sql"):  # an alembic operation: its SQL is read
+            found.append((operation.table, REWRITTEN))
+        elif operation.kind == m.DYNAMIC_SQL or (
+                operation.kind == m.DROP_OTHER and (operation.name or "").lower().startswith(_DROPPED_CONTAINERS)):
+            found.append((UNCOUNTABLE, operation.text or operation.describe()))
     return list(dict.fromkeys(found))
 
 
-def _derivable_value(registry: Any, table: str, column: str) -> tuple[Any, ColumnElement] | None:
-    """(the migration's table, the value) of a set-based data migration that computes *table.column*."""
+def _derivable_value(registry: Any, table: str, column: str) -> tuple[Any, Any, ColumnElement] | None:
+    """(the migration, its table, the value) of a set-based data migration that computes *table.column*."""
     for migration in registry or ():
         values = migration.values or {}
         if migration.table.name.lower() == table.lower() and column in values and column in migration.table.c:
             value = values[column]
-            return migration.table, value if isinstance(value, ColumnElement) else sa.literal(value)
+            return migration, migration.table, value if isinstance(value, ColumnElement) else sa.literal(value)
     return None
 
 
-def count(connection: Connection, registry: Any, table: str, column: str | None) -> AtRisk | None:
+def _pending_once_empty(migration: Any, column: str) -> ColumnElement:
+    """*migration*'s pending predicate for a row whose *column* is NULL (re-created empty); a NULL
+    verdict counts as not pending, as the runner reads it."""
+    table = migration.table.name
+    empty = sa.literal(None, migration.table.c[column].type)  # typed: PostgreSQL's substr(NULL, ...) is ambiguous
+
+    def emptied(element: Any) -> Any:
+        if isinstance(element, sa.ColumnClause) and element.name == column \
+                and getattr(element.table, "name", None) == table:
+            return empty
+        return None
+
+    return sa.func.coalesce(sa.sql.visitors.replacement_traverse(migration.pending, {}, emptied), sa.false())
+
+
+def count(connection: Connection, registry: Any, table: str, column: str | None, locking: bool = False) -> AtRisk | None:
     """The rows *table* (or its *column*) holds that dropping it loses; None when none (or when it
-    does not exist)."""
+    does not exist).  ``REWRITTEN``: every row of the table; ``UNCOUNTABLE``: always at risk."""
+    if table == UNCOUNTABLE:
+        return AtRisk(table, column, -1, "what it destroys cannot be counted (refused unless forced)")
     present = column_names(sa.inspect(connection), table)
     if not present:
         return None
-    if column is None:
-        rows = int(connection.execute(sa.select(sa.func.count()).select_from(sa.table(table))).scalar_one())
-        return AtRisk(table, None, rows, "the table is dropped") if rows else None
+    if column is None or column == REWRITTEN:
+        query = sa.select(sa.func.count()).select_from(sa.table(table))
+        rows = int(connection.execute(query.with_for_update() if locking else query).scalar_one())
+        why = "the table is dropped" if column is None else \
+            "a statement deletes or rewrites rows it does not name: every row counted"
+        return AtRisk(table, column, rows, why) if rows else None
     name = present.get(column.lower())
     if name is None:
         return None
     derivable = _derivable_value(registry, table, name)
-    if derivable is not None and name in derivable[0].c and all(
-            c.name.lower() in present for c in derivable[1].base_columns if hasattr(c, "name")):
-        source, value = derivable
-        where, why = sa.and_(source.c[name].is_not(None), source.c[name].is_distinct_from(value)), \
-            "values that differ from what the data migration derives from what stays"
+    if derivable is not None and name in derivable[1].c and all(
+            c.name.lower() in present for c in derivable[2].base_columns if hasattr(c, "name")):
+        migration, source, value = derivable
+        # Derivable means derived *again*: the column comes back empty with the next expand, and the
+        # migration must then select the row (its pending predicate, the column NULL) and compute it.
+        where, why = sa.and_(source.c[name].is_not(None), sa.or_(
+            source.c[name].is_distinct_from(value), sa.not_(_pending_once_empty(migration, name)))), \
+            "values that differ from what the data migration derives from what stays, or that it would not derive again"
     else:
         source = sa.table(table, sa.column(name))
         where, why = source.c[name].is_not(None), "values no data migration derives from what stays"
@@ -131,27 +196,31 @@ def count(connection: Connection, registry: Any, table: str, column: str | None)
 
 # -- under the statement's lock ----------------------------------------------------------
 class _LockTablesWrite(DDLElement):
-    """MariaDB/MySQL ``LOCK TABLES t WRITE``."""
+    """MariaDB/MySQL ``LOCK TABLES a WRITE, b WRITE``."""
 
     inherit_cache = False
 
-    def __init__(self, table: sa.TableClause):
-        self.table = table
+    def __init__(self, tables: list[sa.TableClause]):
+        self.tables = tables
 
 
 @compiles(_LockTablesWrite)
 def _compile_lock_tables(element: _LockTablesWrite, compiler: Any, **kw: Any) -> str:
-    return f"LOCK TABLES {compiler.preparer.format_table(element.table)} WRITE"
+    return "LOCK TABLES " + ", ".join(f"{compiler.preparer.format_table(t)} WRITE" for t in element.tables)
 
 
-def _lock(connection: Connection, table: str) -> None:
+def _lock(connection: Connection, tables: list[str]) -> None:
+    """Every table of *tables* locked against writers, at once: a statement destroying two tables
+    is counted under the locks of both (one lock, and the second table's writer commits after
+    the count and before the statement, which waited for it)."""
     from migrations_policy.expand.lock_timeout import _LockTable
 
     dialect = connection.dialect.name
     if dialect == "postgresql":
-        connection.execute(_LockTable(sa.Table(table, sa.MetaData()), "ACCESS EXCLUSIVE"))
-    elif dialect in ("mysql", "mariadb"):
-        connection.execute(_LockTablesWrite(sa.table(table)))
+        for table in tables:  # locks accumulate in the revision's transaction
+            connection.execute(_LockTable(sa.Table(table, sa.MetaData()), "ACCESS EXCLUSIVE"))
+    elif dialect in ("mysql", "mariadb"):  # one statement: LOCK TABLES replaces the previous one
+        connection.execute(_LockTablesWrite([sa.table(table) for table in tables]))
 
 
 def _unlock(connection: Connection) -> None:
@@ -190,12 +259,18 @@ class _Judge:
             targets = self.targets(statement)
             if not targets:
                 return
-            for table in dict.fromkeys(t for t, _ in targets):
-                if column_names(sa.inspect(self.connection), table):
-                    _lock(self.connection, table)
-                    self.locked = self.connection.dialect.name in ("mysql", "mariadb")
-                    break  # MariaDB's LOCK TABLES replaces the previous one: one table per statement
-            found = [r for r in (count(self.connection, self.registry, t, c) for t, c in targets) if r]
+            inspector = sa.inspect(self.connection)
+            present = [t for t in dict.fromkeys(t for t, _ in targets) if t != UNCOUNTABLE and column_names(inspector, t)]
+            mysql = self.connection.dialect.name in ("mysql", "mariadb")
+            # MariaDB: DML (DELETE/UPDATE ...) may read tables LOCK TABLES would not name (error 1100);
+            # it is transactional, so its count is a locking read in its own transaction instead
+            # (InnoDB's next-key locks keep writers out until the statement's transaction ends).
+            rows_only = mysql and all(c == REWRITTEN for t, c in targets if t != UNCOUNTABLE)
+            if present and not rows_only:
+                _lock(self.connection, present)
+                self.locked = mysql
+            found = [r for r in (count(self.connection, self.registry, t, c, locking=rows_only)
+                                 for t, c in targets) if r]
             if found and self.forced is None:
                 self.release()
                 raise RowsAtRisk(self.revision, found)
@@ -217,13 +292,14 @@ class _Judge:
 
 
 class DriverDropRefused(CommandError):
-    """SQLite: a downgrade statement sent to the DB-API driver directly drops a table or column; the
-    database reports it while preparing the statement, when nothing can be counted: refused."""
+    """SQLite: a downgrade statement sent to the DB-API driver directly drops a table or column, or
+    deletes or updates rows; the database reports it while preparing the statement, when nothing can
+    be counted: refused."""
 
     exit_code = EXIT_REFUSED
 
     def __init__(self, revision: str, gone: list[Target]):
-        what = ", ".join(f"{t}.{c}" if c else f"table {t}" for t, c in gone)
+        what = ", ".join(f"rows of {t}" if c == REWRITTEN else f"{t}.{c}" if c else f"table {t}" for t, c in gone)
         super().__init__(f"downgrade refused: revision {revision} drops {what} through the database driver "
                          "directly, where the rows it would lose cannot be counted; drop it with an alembic "
                          "operation or op.execute (judged), or rerun with --force --reason '...' (dbsync "
@@ -236,6 +312,9 @@ class _DriverWatch:
     lock, before the driver sends it; SQLAlchemy's own statements were judged already (``passing``).
     SQLite reports drops from inside the statement's preparation, where no query may run: there a
     drop of a table or column is refused unless the run is forced (fail closed)."""
+
+    #: SQLite: also told of DELETE/UPDATE statements (``raw_paths.ROWS``), refused like drops
+    watches_rows = True
 
     def __init__(self, judge: _Judge):
         self.judge = judge
@@ -255,8 +334,9 @@ class _DriverWatch:
     def judge_gone(self, gone: list[Target]) -> bool:
         if self.judge.forced is not None:
             return False
+        gone = [(t, c) for t, c in gone if c != REWRITTEN or _application_table(t)]
         self.refused.extend(gone)
-        return True
+        return bool(gone)
 
     def refusal(self) -> DriverDropRefused | None:
         return DriverDropRefused(self.judge.revision, list(dict.fromkeys(self.refused))) if self.refused else None

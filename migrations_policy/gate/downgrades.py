@@ -105,7 +105,7 @@ def _record_loss(connection: Any, command: str, reason: str, revision: str, loss
         gate_overrides_table.create(connection)
     connection.execute(sa.insert(gate_overrides_table).values(
         forced_at=ledger.utcnow(), forced_by=forced_by()[:255], reason=reason or None, command=command[:16],
-        revisions=revision, migration=None, remaining=sum(r.rows for r in losses)))
+        revisions=revision, migration=None, remaining=sum(max(r.rows, 0) for r in losses)))
 
 
 def retire(connection: Any, registry: Any, script: Any) -> None:

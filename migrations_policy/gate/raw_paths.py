@@ -10,7 +10,8 @@ alter) to the drop guard's watch, which decides with the same rules as for
 SQLAlchemy's statements (``drop_guard``) and refuses before the database acts:
 
 * SQLite: ``set_authorizer``.  The database itself reports every drop and alter
-  (``SQLITE_DROP_TABLE``, ``SQLITE_ALTER_TABLE`` with the column for a DROP COLUMN)
+  (``SQLITE_DROP_TABLE``, ``SQLITE_ALTER_TABLE`` with the column for a DROP COLUMN),
+  and, to a watch that sets ``watches_rows`` (a downgrade's), every ``DELETE``/``UPDATE``
   while it prepares a statement, whatever sent it: ``execute``, ``executescript``,
   any cursor.  A RENAME (table or column) and an ADD COLUMN name no column: they
   count as changing the whole table.
@@ -39,6 +40,11 @@ from typing import Any, Callable, Iterator, Protocol
 
 from sqlalchemy import event
 from sqlalchemy.engine import Connection
+
+
+#: The column of what a watch that sets ``watches_rows`` is told a statement changes when it deletes
+#: or updates rows of a table (SQLite's authorizer: ``SQLITE_DELETE``, ``SQLITE_UPDATE``).
+ROWS = "<rows it deletes or rewrites>"
 
 
 class Watch(Protocol):
@@ -123,6 +129,8 @@ def statement_text(query: Any, context: Any = None) -> str:
 # -- SQLite ---------------------------------------------------------------------------
 @contextlib.contextmanager
 def _sqlite_authorizer(driver: sqlite3.Connection, watch: Watch) -> Iterator[None]:
+    rows_watched = getattr(watch, "watches_rows", False)
+
     def authorize(action: int, first: str | None, second: str | None, third: str | None, _: Any) -> int:
         if watch.passing():
             return sqlite3.SQLITE_OK
@@ -130,6 +138,9 @@ def _sqlite_authorizer(driver: sqlite3.Connection, watch: Watch) -> Iterator[Non
             gone = [(first, None)]
         elif action == sqlite3.SQLITE_ALTER_TABLE and second:
             gone = [(second, third)]  # (database, table, the dropped column or None)
+        elif action in (sqlite3.SQLITE_DELETE, sqlite3.SQLITE_UPDATE) and first and rows_watched \
+                and not first.lower().startswith("sqlite_"):
+            gone = [(first, ROWS)]  # a DELETE or UPDATE of the table's rows (a downgrade's watch only)
         else:
             return sqlite3.SQLITE_OK
         try:

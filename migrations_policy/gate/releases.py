@@ -7,7 +7,9 @@ and those it reached, the expand and the contract revisions it applied, and whet
 *installed* the schema (it started on a database with no application table).  The row is
 written as the run starts and completed as each revision is applied, in the transaction
 that moves the version table (``runtime._record_phase``), so it never says more than the
-version table.
+version table.  A run that resumes an interrupted one (the last run stopped before applying
+all it planned, and the version table has not moved since) continues that row: a release is
+recorded once, however many runs it takes.
 
 ``dbsync rollback`` reads it (:func:`last_release`): it reverts exactly the expand revisions
 of the last release whose contract has not run and that are still applied; it never reverts
@@ -65,14 +67,33 @@ def start(migration_context: Any, heads: Any, steps: list, run: str) -> None:
         return
     connection = migration_context.connection
     releases_table.create(connection, checkfirst=True)
-    install = not heads and schema_is_empty(connection, migration_context.version_table)
     from_heads = ",".join(sorted(heads))
     planned = [step.revision.revision for step in steps if isinstance(step, RevisionStep) and step.is_upgrade]
-    connection.execute(sa.insert(releases_table).values(planned=",".join(planned),
-        run=run, started_by=forced_by()[:255], started_at=datetime.now(timezone.utc).replace(tzinfo=None),
-        from_heads=from_heads, to_heads=from_heads, expand_applied="", contract_applied="", install=install))
+    resumed = _interrupted(connection, from_heads)
+    if resumed is not None:  # the same release, resumed: its row goes on (install, who, when, what it applied)
+        connection.execute(sa.update(releases_table).where(releases_table.c.id == resumed.id).values(
+            run=run, planned=",".join(dict.fromkeys(_split(resumed.planned) + planned))))
+    else:
+        install = not heads and schema_is_empty(connection, migration_context.version_table)
+        connection.execute(sa.insert(releases_table).values(planned=",".join(planned),
+            run=run, started_by=forced_by()[:255], started_at=datetime.now(timezone.utc).replace(tzinfo=None),
+            from_heads=from_heads, to_heads=from_heads, expand_applied="", contract_applied="", install=install))
     if connection.in_transaction():
         connection.commit()
+
+
+def _interrupted(connection: Connection, heads: str) -> Any:
+    """The last recorded run, when it stopped before applying every revision it set out to and nothing
+    moved the version table since (the heads are those it reached): the run about to start resumes
+    that release.  A release is one row whatever the number of runs it takes, so an install resumed
+    after a kill is still the install (a rollback never reverts it), and a rollback reverts every
+    revision of the release, not only those of its last run."""
+    row = connection.execute(sa.select(releases_table).order_by(releases_table.c.id.desc()).limit(1)).first()
+    if row is None or (row.to_heads or "") != heads:
+        return None
+    if set(_split(row.planned)) <= set(_split(row.expand_applied)) | set(_split(row.contract_applied)):
+        return None  # finished: the run about to start is a new release
+    return row
 
 
 def record_step(ctx: Any, run: str, ids: list[str], phases: dict[str, str | None], heads: Any) -> None:

@@ -184,13 +184,17 @@ def plan(connection: Connection, script: ScriptDirectory, heads: Any, registry: 
             elif isinstance(op, ops.DropColumnOp) and (op.table_name, op.column_name) not in result.dropped_columns:
                 result.dropped_columns.append((op.table_name, op.column_name))
             for table, column in at_risk.destroying(from_alembic(op)):  # raw SQL too, read as in an upgrade
-                if column is None and table not in result.dropped_tables:
+                if table == at_risk.UNCOUNTABLE or column == at_risk.REWRITTEN:
+                    pass  # nothing it names is dropped; counted below
+                elif column is None and table not in result.dropped_tables:
                     result.dropped_tables.append(table)
                 elif column is not None and (table, column) not in result.dropped_columns:
                     result.dropped_columns.append((table, column))
                 targets.append((table, column))
         for table, column in _sent_on_the_bind(downgrade, connection):  # op.get_bind().execute(text(...))
-            if column is not None and (table, column) not in result.dropped_columns:
+            if table == at_risk.UNCOUNTABLE or column == at_risk.REWRITTEN:
+                pass
+            elif column is not None and (table, column) not in result.dropped_columns:
                 result.dropped_columns.append((table, column))
             elif column is None and table not in result.dropped_tables:
                 result.dropped_tables.append(table)

@@ -32,6 +32,10 @@ from migrations_policy.lint.unimported import ClassRef, module_aliases, unimport
 MAX_DEPTH = 8
 MAX_LOOP = 1000
 _UNKNOWN = object()
+#: id(expression node) -> (the node, the names it reads, its code or None): ``_Scanner.eval``'s memo (the node is
+#: kept, so its id is not reused while the entry lives).
+_COMPILED: dict[int, tuple] = {}
+_COMPILED_LIMIT = 20000
 
 #: op method -> (kind, index of the table argument).
 _METHODS = {
@@ -168,13 +172,27 @@ class _Scanner:
         self.modules = module_aliases(tree)
 
     def eval(self, node: ast.AST, env: dict[str, Any]) -> Any:
-        if any(isinstance(n, ast.Name) and (env.get(n.id) is _UNKNOWN or n.id not in env
-                                            and is_missing(self.globals.get(n.id))) for n in ast.walk(node)):
+        compiled = _COMPILED.get(id(node))
+        if compiled is None or compiled[0] is not node:
+            # each expression's names and code once per tree: a scan evaluates the same expressions for every
+            # dialect and on every pass of a loop (issue 28: the with-deps speed)
+            names = tuple(dict.fromkeys(n.id for n in ast.walk(node) if isinstance(n, ast.Name)))
+            try:
+                code = compile(ast.fix_missing_locations(ast.Expression(body=node)), self.filename, "eval")
+            except Exception:  # noqa: BLE001 - not computable: unknown (below)
+                code = None
+            if len(_COMPILED) >= _COMPILED_LIMIT:
+                _COMPILED.clear()
+            compiled = _COMPILED[id(node)] = (node, names, code)
+        _, names, code = compiled
+        if any(env.get(name) is _UNKNOWN or name not in env and is_missing(self.globals.get(name))
+               for name in names):
             # never computed with a placeholder: it would reach op calls and messages, and a placeholder's truth
             # value (``not has_table("t")``, has_table not importable) would decide a guard it cannot decide
             return _UNKNOWN
+        if code is None:
+            return _UNKNOWN
         try:
-            code = compile(ast.fix_missing_locations(ast.Expression(body=node)), self.filename, "eval")
             value = eval(code, {**self.globals, **env})  # noqa: S307 - the script's own expressions
         except Exception:  # noqa: BLE001 - anything not computable offline is unknown
             return _UNKNOWN

@@ -34,7 +34,6 @@ import hashlib
 import marshal
 import os
 import sys
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -184,7 +183,9 @@ class Cache:
             ignore = self.directory / ".gitignore"
             if not ignore.exists():
                 ignore.write_text("# created by migrations-policy lint\n*\n")
-            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".lint-", suffix=".tmp")
+            # (a name of its own, created exclusively: what ``tempfile.mkstemp`` does, without importing tempfile)
+            tmp = self.directory / f".lint-{os.getpid()}-{os.urandom(6).hex()}.tmp"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
             with os.fdopen(fd, "wb") as fh:
                 payload = marshal.dumps((fingerprint(), files, results))
                 fh.write(hashlib.sha256(payload).digest() + payload)

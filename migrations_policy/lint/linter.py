@@ -232,7 +232,7 @@ def _static_verdicts(missing: list[tuple[Path, str]], options: Options, jobs: in
 def _with_statics(count: int, statics: dict[int, list], analysis):
     """One ``parallel.Analysis`` of *count* tasks: *statics* (index -> findings, each the script's own verdict)
     and *analysis*, the worker's of the others in order (None when there were none)."""
-    from migrations_policy.lint.parallel import Analysis
+    from migrations_policy.lint.analysis import Analysis
 
     rest = [index for index in range(count) if index not in statics]
     merged = Analysis([None] * count, judged=set(statics))  # type: ignore[list-item]

@@ -27,15 +27,14 @@ import signal
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from migrations_policy.core.errors import ConfigError
+from migrations_policy.lint.analysis import ENV, Analysis, jobs  # noqa: F401 (re-exported)
 from migrations_policy.lint.channel import Broken, Forged, Ledger, Reader
 from migrations_policy.lint.options import Options
 from migrations_policy.lint.report import printable_path
 
-ENV = "MIGRATIONS_POLICY_LINT_JOBS"
 #: Seconds the worker may stay silent beyond the time limit before it is declared stuck (a stopped worker).
 GRACE = 30.0
 _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent.parent)
@@ -43,42 +42,6 @@ _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent.parent)
 
 class WorkerError(Exception):
     """The worker process could not run at all (a bug or a broken installation); one line."""
-
-
-@dataclass
-class Analysis:
-    hits: list[list[list]]
-    #: index -> (message, traceback) of the linter's own errors.
-    internal: dict[int, tuple[str, str]] = field(default_factory=dict)
-    #: index -> [(path, sha256)] of the local modules the script imported (part of its cache entry).
-    modules: dict[int, list] = field(default_factory=dict)
-    #: The indexes whose verdict is the script's own answer (a MP000 among them is cached: a syntax error, a
-    #: script that cannot be loaded), not one built for a child that did not answer (time limit, death).
-    judged: set[int] = field(default_factory=set)
-
-    def place(self, part: "Analysis", indexes: list[int]) -> None:
-        """Put the answers of *part* (an analysis of some of the tasks, in order) at *indexes* of this one."""
-        for position, index in enumerate(indexes):
-            self.hits[index] = part.hits[position]
-            if position in part.internal:
-                self.internal[index] = part.internal[position]
-            if position in part.modules:
-                self.modules[index] = part.modules[position]
-            if position in part.judged:
-                self.judged.add(index)
-
-
-def jobs(given: int | None = None) -> int:
-    """*given* (``lint --jobs N``), else ``$MIGRATIONS_POLICY_LINT_JOBS``, else the CPUs this process may use."""
-    if given:
-        return max(1, int(given))
-    value = os.environ.get(ENV, "").strip()
-    if value.isdigit() and int(value) > 0:
-        return int(value)
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 def _env() -> dict[str, str]:

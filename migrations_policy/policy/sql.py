@@ -293,8 +293,42 @@ def _drop(cur: _Cursor, base: m.Operation) -> list[m.Operation]:
 
 
 def _dml(cur: _Cursor, base: m.Operation, kind: str) -> list[m.Operation]:
-    cur.optional(("INTO",), ("FROM",), ("TABLE",), ("ONLY",))
+    if kind == m.INSERT and (cur.accept("OR", "REPLACE") or _has(cur.rest(), "DO", "UPDATE")
+                             or _has(cur.rest(), "DUPLICATE", "KEY", "UPDATE")):
+        kind = m.UPDATE  # SQLite's INSERT OR REPLACE, an upsert: rows it finds are rewritten
+    cur.optional(("OR", "IGNORE"), ("OR", "ABORT"), ("OR", "FAIL"), ("OR", "ROLLBACK"),
+                 ("IGNORE",), ("LOW_PRIORITY",), ("QUICK",), ("INTO",), ("FROM",), ("TABLE",), ("ONLY",))
     return [base.with_(kind=kind, table=cur.name())]
+
+
+#: Words after which ``UPDATE`` is not a statement (``FOR UPDATE``, ``DO UPDATE``, ``KEY UPDATE``,
+#: ``ON UPDATE`` of a foreign key).
+_NOT_A_STATEMENT_BEFORE = ("FOR", "DO", "KEY", "ON")
+
+
+def _with(toks: list[Tok], base: m.Operation, reading: Reading | None) -> list[m.Operation]:
+    """``WITH q AS (DELETE ... RETURNING ...) SELECT ...`` (PostgreSQL's data-modifying ``WITH``,
+    MariaDB's ``WITH ... DELETE``): what each data-modifying statement in it does."""
+    found: list[m.Operation] = []
+    for i, tok in enumerate(toks):
+        if i and tok.kind == WORD and tok.value in ("DELETE", "UPDATE", "INSERT", "MERGE") \
+                and not toks[i - 1].is_(*_NOT_A_STATEMENT_BEFORE):
+            found.extend(o for o in classify_statement(toks[i:], base.text, reading) if o.kind in m.DML)
+    return found or [base]
+
+
+def _truncate(cur: _Cursor, base: m.Operation) -> list[m.Operation]:
+    """``TRUNCATE [TABLE] [ONLY] a [*], b, ...``: every table it empties (PostgreSQL lists several)."""
+    cur.optional(("TABLE",))
+    found = []
+    while True:
+        cur.optional(("ONLY",))
+        found.append(base.with_(kind=m.TRUNCATE, table=cur.name()))
+        if cur.peek().kind == PUNCT and cur.peek().value == "*":
+            cur.i += 1
+        if not (cur.peek().kind == PUNCT and cur.peek().value == ","):
+            return found
+        cur.i += 1
 
 
 def _set(cur: _Cursor, base: m.Operation) -> list[m.Operation]:
@@ -379,7 +413,9 @@ def classify_statement(toks: list[Tok], text: str = "", reading: Reading | None 
     if first.is_("BEGIN") and cur.accept("NOT", "ATOMIC"):  # MariaDB's compound statement: its first statement
         return classify_statement(cur.rest(), text, reading)
     if first.is_("TRUNCATE"):
-        return [op.with_(kind=m.TRUNCATE) for op in _dml(cur, base, m.TRUNCATE)]
+        return _truncate(cur, base)
+    if first.is_("WITH"):
+        return _with(toks, base, reading)
     for word, kind in (("UPDATE", m.UPDATE), ("DELETE", m.DELETE), ("INSERT", m.INSERT),
                        ("REPLACE", m.UPDATE), ("MERGE", m.UPDATE)):
         if first.is_(word):

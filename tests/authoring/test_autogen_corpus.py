@@ -356,8 +356,78 @@ class NarrowString(Kind):
         assert rows == self.last, "a narrowed value was cut or lost"
 
 
+class NotNullWithDefault(Kind):
+    """An existing nullable column becomes NOT NULL with a server default: the default serves new
+    rows; the NULLs release N wrote (before and after expand) get the value the developer fills in."""
+
+    name, table = "not_null_default", "gauges"
+    columns = (sa.column("unit", sa.String),)
+    v1 = 'gauges = sa.Table("gauges", metadata, sa.Column("id", sa.Integer, primary_key=True), sa.Column("unit", sa.String(20)))\n'
+    v2 = ('gauges = sa.Table("gauges", metadata, sa.Column("id", sa.Integer, primary_key=True),\n'
+          '    sa.Column("unit", sa.String(20), nullable=False, server_default="none"))\n')
+
+    def value(self):
+        return (_word(self.rng),) if self.rng.random() < 0.6 else (None,)
+
+    def edit(self, files: dict) -> None:
+        text = files["data"].read_text()
+        files["data"].write_text(re.sub(r"(FILL_IN_GAUGES_UNIT_NOT_NULL) = FILL_IN\([^\n]*\)", r"\1 = 'kg'", text))
+
+    def assert_n1_form(self, conn) -> None:
+        rows = dict(conn.execute(sa.text("SELECT id, unit FROM gauges")).all())
+        assert rows == {k: "kg" if v[0] is None else v[0] for k, v in self.last.items()}, "a value lost or cut"
+
+
+class UniqueAdded(Kind):
+    """A column gains a named UNIQUE constraint while release N writes duplicates: the generated
+    migration only finds them (never deletes); the contract waits until the operator resolves them."""
+
+    name, table = "unique_add", "badges"
+    columns = (sa.column("code", sa.String),)
+    v1 = 'badges = sa.Table("badges", metadata, sa.Column("id", sa.Integer, primary_key=True), sa.Column("code", sa.String(20)))\n'
+    v2 = ('badges = sa.Table("badges", metadata, sa.Column("id", sa.Integer, primary_key=True), sa.Column("code", sa.String(20)),\n'
+          '    sa.UniqueConstraint("code", name="uq_badges_code"))\n')
+
+    def value(self):
+        return (self.rng.choice(["red", "blue", "green", None]),)
+
+    def fix(self, conn) -> None:  # the operator renames the duplicates (the CHECK comment's "change")
+        seen = set()
+        for key in sorted(self.last):
+            (code,) = self.last[key]
+            if code is not None and code in seen:
+                code = f"{code}-{key}"
+                conn.execute(sa.text("UPDATE badges SET code = :c WHERE id = :i"), {"c": code, "i": key})
+                self.last[key] = (code,)
+            seen.add(code)
+
+    def assert_n1_form(self, conn) -> None:
+        self.assert_n_data_kept(conn)
+
+
+class DropReferencedTable(Kind):
+    """A table other rows reference is dropped with the referencing column: the data is named in
+    fail-closed stubs, never dropped by default."""
+
+    name, table = "drop_referenced", "beds2"
+    fails_closed = True
+    at_stake = ("wards2", "beds2.ward_id")
+    columns = (sa.column("ward_id", sa.Integer),)
+    v1 = ('wards2 = sa.Table("wards2", metadata, sa.Column("id", sa.Integer, primary_key=True), sa.Column("label", sa.String(20)))\n'
+          'beds2 = sa.Table("beds2", metadata, sa.Column("id", sa.Integer, primary_key=True),\n'
+          '    sa.Column("ward_id", sa.Integer, sa.ForeignKey("wards2.id", name="fk_beds2_ward")))\n')
+    v2 = 'beds2 = sa.Table("beds2", metadata, sa.Column("id", sa.Integer, primary_key=True))\n'
+
+    def value(self):
+        return (self.rng.choice([1, 2, 3, None]),)
+
+    def seed(self, conn) -> None:
+        conn.execute(sa.text("INSERT INTO wards2 (id, label) VALUES (1, 'a'), (2, 'b'), (3, 'c')"))
+
+
 KINDS = [RenameTable, BoolToStatus, MoveToChild, SplitColumn, MergeColumns, StringToInteger, NotNullForeignKey,
-         EnumAddValue, JsonVariant, NotNullColumn, MoveBetweenTables, RenameTableAndColumn, NarrowString]
+         EnumAddValue, JsonVariant, NotNullColumn, MoveBetweenTables, RenameTableAndColumn, NarrowString,
+         NotNullWithDefault, UniqueAdded, DropReferencedTable]
 ONLY = [k for k in os.environ.get("MP_AUTOGEN_CORPUS_KINDS", "").split(",") if k]  # replay: draw from these only
 
 

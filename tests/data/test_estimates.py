@@ -31,7 +31,7 @@ from ..helpers import write_data_project
 from .support import dbsync_argv
 
 LINE = re.compile(r"^online_data_migrations: copy_items: (?P<done>[\d,]+)(?: of (?P<about>~?)(?P<total>[\d,]+) rows "
-                  r"\((?P<pct>[\d.]+)%\))?(?: rows)?, [\d,]+ rows/s, ETA (?:(?P<eta>[\d,]+) s|\?)$")
+                  r"\((?P<pct>[\d.]+)%\))?(?: rows)?, (?P<rate>[\d,]+) rows/s, ETA (?:(?P<eta>[\d,]+) s|\?)$")
 
 APP = '''
 import sqlalchemy as sa
@@ -126,8 +126,14 @@ def test_progress_on_a_freshly_added_column(backend, tmp_path, db_url, db_engine
     when, match = timed[0]
     eta, rest = int(match["eta"].replace(",", "")), ended - when
     print(f"{match.string}: ETA {eta} s, the rest took {rest:.1f} s")
-    # whole seconds: an ETA of 0 s stands for anything under half a second
-    assert rest / 2 - 0.5 <= eta <= rest * 2 + 0.5, (match.string, rest)
+    # The ETA is the rows left at the rate so far (whole seconds: 0 s stands for anything under half a second)
+    number = {key: int(match[key].replace(",", "")) for key in ("done", "total", "rate")}
+    left = (number["total"] - number["done"]) / max(number["rate"], 1)
+    assert abs(eta - left) <= 1 + 0.1 * left, (match.string, left)
+    # ... and the rest of the walk takes about that long.  Only the upper bound is asserted: a machine that gets
+    # busier makes the rest slower than the rate so far (the CI's own load did: 16.9 s after an ETA of 7 s), which
+    # no estimate can foresee; an ETA far over the rest (a wrong total, a rate of the wrong unit) is a bug.
+    assert eta <= rest * 2 + 0.5, (match.string, rest)
 
     with db_engine.connect() as conn:  # the run is complete: 0, verified
         assert remaining(conn, migration) == (0, False)

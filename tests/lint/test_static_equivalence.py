@@ -39,6 +39,8 @@ TYPES = ["sa.Integer()", "sa.Integer", "sa.BigInteger()", "sa.SmallInteger()", "
          "postgresql.ENUM('x', 'y', name='pe{n}')", "postgresql.INET()", "postgresql.CITEXT()",
          "mysql.VARCHAR({n}, charset='utf8mb4')", "mysql.VARCHAR(length={n})", "mysql.TEXT()",
          "mysql.MEDIUMTEXT(collation='utf8mb4_bin')", "mysql.TINYINT(display_width=1)", "mysql.INTEGER(unsigned=True)",
+         "mysql.ENUM('x', 'y')", "mysql.ENUM('x', 'yz', charset='utf8mb4')", "mysql.ENUM('x', name='me{n}')",
+         "mysql.SET('a', 'bc')", "mysql.SET('a', 'bcd', collation='utf8mb4_bin')", "mysql.ENUM", "mysql.SET",
          "Integer()", "String({n})", "JSONB()"]
 DEFAULTS = ["", "", ", server_default='0'", ", server_default=\"x'y\"", ", server_default=sa.text('1')",
             ", server_default=sa.text('now()')", ", server_default=sa.func.now()",
@@ -145,7 +147,9 @@ def _operation(rng: random.Random, table: str, batch: bool) -> str:
                            if not batch else "drop_column('x')",
                            "create_table('t', sa.Column('a', sa.Integer), sa.Column('a', sa.Integer))"
                            if not batch else "drop_column('x')",
-                           f"drop_column({t}'c', bogus_kw=1)", f"rename_table({t}'a', 'b', 'c')"])
+                           f"drop_column({t}'c', bogus_kw=1)", f"rename_table({t}'a', 'b', 'c')",
+                           # a keyword only the compiler refuses (ops taking **kw bind any other name)
+                           f"drop_column({t}'c{n}', __debug__=1)", f"create_index('ix{n}', {t}['a'], __debug__=True)"])
     return f"drop_column({t}'c{n}')"
 
 
@@ -175,12 +179,20 @@ HEADERS = [
     "from typing import Optional\nfrom alembic import op\nimport sqlalchemy as sa\nfrom sqlalchemy.dialects import postgresql, mysql\n"
     "from sqlalchemy import Integer, String, func\nfrom sqlalchemy.dialects.postgresql import JSONB\n\n"
     "revision: Optional[str, int] = {rid!r}\ndown_revision = {down!r}\nbranch_labels = {labels!r}\n",
+    # ``from __future__`` first (annotations are then never evaluated: a ``(yield)`` in one only the compiler
+    # refuses), or after another import (only the compiler refuses it: running the script gives MP000)
+    "from __future__ import annotations\n\nfrom alembic import op\nimport sqlalchemy as sa\n"
+    "from sqlalchemy import Integer, String, func\n\nrevision = {rid!r}\ndown_revision = {down!r}\n"
+    "branch_labels = {labels!r}\n",
+    "from alembic import op\nfrom __future__ import annotations\nimport sqlalchemy as sa\n"
+    "from sqlalchemy import Integer, String, func\n\nrevision = {rid!r}\ndown_revision = {down!r}\n"
+    "branch_labels = {labels!r}\n",
 ]
 
 
 def _script(rng: random.Random, index: int) -> str:
     labels = rng.choice([("expand",), ("contract",), None])
-    header = HEADERS[rng.choices(range(4), weights=(5, 2, 3, 1))[0]]
+    header = HEADERS[rng.choices(range(len(HEADERS)), weights=(5, 2, 3, 1, 1, 1))[0]]
     lines = [f'"""generated {index}"""', header.format(rid=f"r{index}", down=None, labels=labels), "", "",
              "def upgrade() -> None:"]
     if rng.random() < 0.1:
@@ -190,9 +202,11 @@ def _script(rng: random.Random, index: int) -> str:
         if rng.random() < 0.2:
             batch_table = f"b{rng.randint(1, 50)}"
             recreate = rng.choice(["", "", ", recreate='always'", ", recreate='never'", ", schema=None"])
-            lines.append(f"    with op.batch_alter_table({batch_table!r}{recreate}) as batch_op:")
+            # ``as __debug__``: the one name only the compiler refuses to bind (running the script gives MP000)
+            target = "__debug__" if rng.random() < 0.05 else "batch_op"
+            lines.append(f"    with op.batch_alter_table({batch_table!r}{recreate}) as {target}:")
             for _ in range(rng.randint(1, 3)):
-                lines.append(_layout(rng, "        batch_op.", _operation(rng, batch_table, True)))
+                lines.append(_layout(rng, f"        {target}.", _operation(rng, batch_table, True)))
             if rng.random() < 0.2:
                 lines.append("        op.execute('UPDATE b SET x = 1')")
         else:
@@ -212,7 +226,7 @@ DOWNGRADES = ["op.drop_table('x')", "pass", "op.drop_column('t', 'c')\n    op.dr
               "op.alter_column('t', 'c', existing_type=sa.VARCHAR(length=5), nullable=True)",
               "x = op.f('a')\n    op.drop_table(x)", "op.drop_table('x', schema='a', schema='b')", "break",
               "__debug__ = 1", "op.drop_table(__debug__=1)", "return", "for t in 'ab':\n        continue",
-              "def inner(a, a):\n        pass", "from os import *"]
+              "def inner(a, a):\n        pass", "from os import *", "def inner(a: (yield)):\n        pass"]
 
 DIALECT_SETS = [("postgresql",), ("mysql",), ("sqlite",), ("postgresql", "mysql", "sqlite"), ("mysql", "postgresql")]
 
@@ -315,6 +329,16 @@ MODULE_DECLINED = {
     "compile error in downgrade": PLAIN_HEAD + "    pass\n\n\ndef downgrade():\n    break\n",
     "a shadowed builtin": PLAIN_HEAD.replace("revision = 'a'", "str = 'a'") + "    pass\n",
     "from sqlalchemy import unknown": "from sqlalchemy import Geometry\n" + PLAIN_HEAD + "    pass\n",
+    # what only the compiler refuses, outside and inside ``upgrade()`` (running the script gives MP000)
+    "from __future__ after an import": PLAIN_HEAD.replace("revision = 'a'", "from __future__ import annotations\n"
+                                                          "revision = 'a'") + "    op.drop_column('t', 'c')\n",
+    "a yield in an annotation under __future__": "from __future__ import annotations\n" + PLAIN_HEAD
+    + "    op.drop_column('t', 'c')\n\n\ndef downgrade():\n    def inner(a: (yield)):\n        pass\n",
+    "a batch block as __debug__": PLAIN_HEAD + "    with op.batch_alter_table('t') as __debug__:\n"
+                                  "        __debug__.drop_column('c')\n",
+    "a keyword __debug__": PLAIN_HEAD + "    op.drop_column('t', 'c', __debug__=1)\n",
+    "a batch keyword __debug__": PLAIN_HEAD + "    with op.batch_alter_table('t', __debug__=1) as b:\n"
+                                 "        b.drop_column('c')\n",
 }
 
 
@@ -446,3 +470,30 @@ def test_autogenerates_output_is_read(tmp_path):
             options = Options(dialects=dialects)
             found = static.analyse(path, phase, options)
             assert found is not None and found == engine.analyse(path, phase, options), (dialects, phase)
+
+
+MYSQL_ENUM_AND_SET = """from alembic import op
+import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
+
+revision = 'e1'
+down_revision = None
+
+
+def upgrade():
+    op.add_column('t', sa.Column('state', mysql.ENUM('new', 'done', charset='utf8mb4'), nullable=True))
+    op.add_column('t', sa.Column('flags', mysql.SET('a', 'bcd'), nullable=True))
+    op.alter_column('t', 'kind', existing_type=mysql.ENUM('a', 'b'), type_=mysql.ENUM('a', 'b', 'c'))
+    op.alter_column('t', 'tags', existing_type=mysql.SET('x'), type_=mysql.SET('x', 'yy'))
+"""
+
+
+def test_mysql_enum_and_set_are_read(tmp_path):
+    """``mysql.ENUM`` / ``mysql.SET`` (what autogenerate writes for MySQL's ENUM and SET columns) are read, not
+    run, with the findings of running the script (an ENUM given a member more, a SET's length growing)."""
+    path = tmp_path / "e1.py"
+    path.write_text(MYSQL_ENUM_AND_SET)
+    for dialects in (("mysql",), ("postgresql", "mysql", "sqlite")):
+        options = Options(dialects=dialects)
+        found = static.analyse(path, "expand", options)
+        assert found is not None and found == engine.analyse(path, "expand", options), dialects

@@ -102,6 +102,9 @@ _types(MY, "TINYINT INTEGER BIGINT SMALLINT", "other", True, **_MYSQL_INT)
 _types(MY, "DATETIME TIMESTAMP", "other", positional=("timezone", "fsp"), keywords={"timezone": BOOL, "fsp": OPT_INT})
 _types(MY, "JSON LONGBLOB MEDIUMBLOB DOUBLE", "other")
 _types(LITE, "JSON", "other")
+# MySQL's ENUM (an ``Enum``) and SET (a string type as long as its longest value; its values are not members)
+_types(MY, "ENUM", "enum", members=True, keywords={"name": OPT_STR, "charset": OPT_STR, "collation": OPT_STR})
+_types(MY, "SET", "set", members=True, keywords={"charset": OPT_STR, "collation": OPT_STR})
 
 #: The dialect modules a script may import (``from sqlalchemy.dialects import postgresql``).
 DIALECT_MODULES = frozenset({PG, MY, LITE})

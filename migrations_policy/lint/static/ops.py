@@ -38,6 +38,9 @@ class _Type:
             return TypeFacts("other")
         if self.spec.kind == "enum":
             return TypeFacts("enum", enums=self.members if self.arguments is not None else None)
+        if self.spec.kind == "set":  # (``mysql.SET(*values)``: its length is its longest value's)
+            return TypeFacts("string", max([len(v) for v in self.members or ()] + [0]), arguments.get("collation"),
+                             arguments.get("charset"))
         return TypeFacts(self.spec.kind, arguments.get("length"), arguments.get("collation"), arguments.get("charset"))
 
 
@@ -111,12 +114,17 @@ def _default_text(value) -> str:
 
 
 
+_SCALARS = frozenset({str, int, float, bool, bytes, type(None)})
+
+
 def _is_literal(value) -> bool:
+    if type(value) in _SCALARS:
+        return True
     if isinstance(value, (list, tuple)):
         return all(_is_literal(v) for v in value)
     if isinstance(value, dict):
         return all(_is_literal(v) for v in value.values())
-    return value is None or type(value) in (str, int, float, bool, bytes)
+    return False
 
 
 # -- alembic's operations -------------------------------------------------------------------------------------------
@@ -128,8 +136,8 @@ def _name(value, required: bool = False):
 def _literals(given: dict, *skip: str) -> None:
     """Every argument besides *skip* is a literal (read by no judgement, but it must not be something else)."""
     for name, value in given.items():
-        if name not in skip and name != "*":
-            _check(_is_literal(value))
+        if type(value) not in _SCALARS and name not in skip and name != "*" and not _is_literal(value):
+            raise Decline
 
 
 def _flag(given: dict, name: str) -> bool:

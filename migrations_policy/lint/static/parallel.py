@@ -9,6 +9,7 @@ script ``lint.static`` declines.  The answers do not depend on the number of pro
 
 from __future__ import annotations
 
+import gc
 import marshal
 import os
 from pathlib import Path
@@ -28,24 +29,34 @@ def _read(tasks: list[tuple[int, Path, str]], options) -> dict[int, list]:
     return found
 
 
+def _warm(share: list[tuple[int, Path, str]], options) -> dict[int, list]:
+    """Import here, before forking, what reading imports when first used -- the reader, the engine's judging, the
+    rules' registry, the SQL lexer and sqlparse's keyword table -- so that each process does not import it again
+    (~0.1 CPU-s each), and read the first script of *share* (whatever else its reading loads, once)."""
+    from migrations_policy.lint.engine import judged  # noqa: F401
+    from migrations_policy.lint.rules import all_rules
+    from migrations_policy.lint.static import reader  # noqa: F401
+    from migrations_policy.policy import sql, sql_lexer  # noqa: F401
+
+    all_rules()
+    sql_lexer.plain("SELECT 1")
+    return _read(share[:1], options)
+
+
 def read_all(missing: list[tuple[Path, str]], options, jobs: int | None = None) -> dict[int, list]:
     """index -> the findings of each ``(path, phase)`` of *missing* that ``lint.static`` reads (the cached lists)."""
     tasks = [(index, path, phase) for index, (path, phase) in enumerate(missing)]
     if len(tasks) < 2 * MIN_SHARE or not hasattr(os, "fork"):
         return _read(tasks, options)  # (a pre-commit run: not even lint.parallel is imported)
-    from migrations_policy.lint.parallel import jobs as job_count
+    from migrations_policy.lint.analysis import jobs as job_count
 
     processes = min(job_count(jobs), len(tasks) // MIN_SHARE)
     if processes <= 1:
         return _read(tasks, options)
-    import ast  # (imported before the fork: each child would import it again)
-
-    from migrations_policy.lint.static import reader  # noqa: F401
-    from migrations_policy.lint.engine import judged  # noqa: F401
-
-    del ast
     shares = [tasks[i::processes] for i in range(processes)]
+    found = _warm(shares[0], options)
     children = []
+    gc.freeze()  # (the objects so far are never collected: a child's collections neither scan nor copy them)
     try:
         for share in shares[1:]:
             read_end, write_end = os.pipe()
@@ -62,7 +73,8 @@ def read_all(missing: list[tuple[Path, str]], options, jobs: int | None = None) 
                     os._exit(code)
             os.close(write_end)
             children.append((pid, read_end, share))
-        found = _read(shares[0], options)
+        gc.unfreeze()
+        found.update(_read(shares[0][1:], options))
         for pid, read_end, share in children:
             with os.fdopen(read_end, "rb") as channel:
                 data = channel.read()
@@ -71,6 +83,7 @@ def read_all(missing: list[tuple[Path, str]], options, jobs: int | None = None) 
         children = []
         return found
     finally:
+        gc.unfreeze()
         for pid, read_end, _ in children:  # an error here: the children are not waited for in vain
             try:
                 os.kill(pid, 9)

@@ -30,6 +30,9 @@ from migrations_policy.lint.static.ops import (OPERATIONS, Decline, _check, _Col
 MAX_BYTES = 64_000
 _MAX_DEPTH = 40
 _BUILTINS = frozenset(dir(builtins))
+#: The one name Python's compiler refuses to bind (as a keyword argument, a ``with`` target, ...): the body of
+#: ``upgrade()`` is never compiled (``_unread``), so the reader declines it wherever it binds a name.
+_UNBINDABLE = "__debug__"
 _FK_TARGET = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){1,2}$")
 
 
@@ -157,7 +160,8 @@ class _Script:
         item = statement.items[0]
         call, target = item.context_expr, item.optional_vars
         _check(isinstance(call, ast.Call) and self.is_op(call.func) and call.func.attr == "batch_alter_table")
-        _check(isinstance(target, ast.Name) and target.id not in self.bound)
+        # (``as __debug__`` is the one name the compiler refuses to bind: the body is never compiled, see ``_unread``)
+        _check(isinstance(target, ast.Name) and target.id not in self.bound and target.id != _UNBINDABLE)
         line = _line(call)
         _check(statement.lineno == line)
         given = self.bind_arguments(call, names.BATCH_ALTER_TABLE)
@@ -182,12 +186,13 @@ class _Script:
 
     def operation(self, call: ast.Call, rec: Recording, batch: tuple[str, str] | None) -> None:
         func = call.func
-        _check(isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name))
+        if type(func) is not ast.Attribute or type(func.value) is not ast.Name:
+            raise Decline
         if batch is not None and func.value.id == batch[0]:
             signature = names.BATCH_OPERATIONS.get(func.attr)
             table = batch[1]
         else:
-            _check(self.is_op(func))
+            _check(self.bound.get(func.value.id) == ("op",))  # (``is_op``)
             signature = names.OPERATIONS.get(func.attr)
             table = None
         _check(signature is not None)
@@ -197,38 +202,50 @@ class _Script:
         rec.add(OPERATIONS[func.attr](given, rec), line=_line(call))
 
     def bind_arguments(self, call: ast.Call, signature: names.Signature) -> dict:
-        given: dict = {}
-        _check(len(call.args) <= len(signature.positional) or signature.varargs)
-        _check(not any(isinstance(a, ast.Starred) for a in call.args))
-        positional = [self.value(a, 1) for a in call.args]
-        for name, value in zip(signature.positional, positional):
-            given[name] = value
-        given["*"] = positional[len(signature.positional):]
+        """The arguments of *call* by *signature*'s names (``"*"``: the extra positional ones), as Python binds them;
+        declined where binding would raise (too many, unknown, repeated or missing arguments)."""
+        names_ = signature.positional
+        if len(call.args) > len(names_) and not signature.varargs:
+            raise Decline
+        value = self.value
+        positional = [value(a, 1) for a in call.args]  # (``value`` declines ``*args``)
+        given = dict(zip(names_, positional))
+        given["*"] = positional[len(names_):]
         for keyword in call.keywords:
-            _check(keyword.arg is not None and keyword.arg not in given and keyword.arg != "*")
-            _check(keyword.arg in signature.positional or keyword.arg in signature.keywords or signature.any_keyword)
-            given[keyword.arg] = self.value(keyword.value, 1)
-        _check(all(name in given for name in signature.positional[:signature.required]))
+            name = keyword.arg  # (None: ``**kwargs``)
+            if name is None or name in given or name == _UNBINDABLE or not (
+                    name in names_ or name in signature.keywords or signature.any_keyword):
+                raise Decline
+            given[name] = value(keyword.value, 1)
+        for name in names_[:signature.required]:
+            if name not in given:
+                raise Decline
         return given
 
     def value(self, node: ast.AST, depth: int):
         _check(depth < _MAX_DEPTH)
-        if isinstance(node, ast.Name):
+        kind = type(node)  # (parsed nodes are of the classes themselves: one look-up, most frequent first)
+        if kind is ast.Constant:
+            value = node.value
+            _check(value is not Ellipsis)
+            return value
+        if kind is ast.Name:
             bound = self.bound.get(node.id)
             if bound is not None and bound[0] == "const":
                 return bound[1]
             if bound is not None and bound[0] == "sa":
                 return self.reference(bound[1], bound[2], None)
             raise Decline
-        if isinstance(node, (ast.List, ast.Tuple)):
-            values = [self.value(e, depth + 1) for e in node.elts]
-            return values if isinstance(node, ast.List) else tuple(values)
-        if isinstance(node, ast.Attribute):
+        if kind is ast.Call:
+            return self.call(node, depth)
+        if kind is ast.Attribute:
             module = self.module_of(node.value)
             return self.reference(module, node.attr, None)
-        if isinstance(node, ast.Call):
-            return self.call(node, depth)
-        return _literal(node, depth)
+        if kind is ast.List:
+            return [self.value(e, depth + 1) for e in node.elts]
+        if kind is ast.Tuple:
+            return tuple([self.value(e, depth + 1) for e in node.elts])
+        return _literal(node, depth)  # (anything else -- ``*args`` too -- is declined there)
 
     def module_of(self, node: ast.AST) -> str:
         _check(isinstance(node, ast.Name))
@@ -271,7 +288,7 @@ class _Script:
                 and self.bound.get(node.value.id) == ("module", names.SA))
 
     def plain_arguments(self, call: ast.Call) -> tuple[list, dict]:
-        _check(not any(isinstance(a, ast.Starred) for a in call.args) and all(k.arg for k in call.keywords))
+        _check(all(k.arg and k.arg != _UNBINDABLE for k in call.keywords))  # (``value`` declines ``*args``)
         keywords = {}
         for k in call.keywords:
             _check(k.arg not in keywords)
@@ -390,16 +407,17 @@ def _line(call: ast.Call) -> int:
 
 def _literal(node: ast.AST, depth: int):
     _check(depth < _MAX_DEPTH)
-    if isinstance(node, ast.Constant):
+    kind = type(node)
+    if kind is ast.Constant:
         _check(node.value is not Ellipsis)
         return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+    if kind is ast.UnaryOp and type(node.op) is ast.USub and type(node.operand) is ast.Constant:
         _check(type(node.operand.value) in (int, float))
         return -node.operand.value
-    if isinstance(node, (ast.List, ast.Tuple)):
+    if kind is ast.List or kind is ast.Tuple:
         values = [_literal(e, depth + 1) for e in node.elts]
-        return values if isinstance(node, ast.List) else tuple(values)
-    if isinstance(node, ast.Dict):
+        return values if kind is ast.List else tuple(values)
+    if kind is ast.Dict:
         _check(all(k is not None for k in node.keys))
         keys = [_literal(k, depth + 1) for k in node.keys]
         _check(all(type(k) in (str, int, bool, type(None)) for k in keys))
@@ -418,9 +436,10 @@ def recordings(tree: ast.Module, source: str, filename: str, dialects: tuple[str
         script = _Script()
         upgrade = script.module(tree)
         results: dict[str, list] = {}
+        dependent = len(dialects) > 1 and DIALECT_DEPENDENT.search(source) is not None
         with noting_divergence(*dialects) as diverged:
             for dialect in dialects:
-                if results and not (DIALECT_DEPENDENT.search(source) or diverged()):
+                if results and not (dependent or diverged()):
                     results[dialect] = next(iter(results.values()))
                     continue
                 rec = Recording(filename)
@@ -430,6 +449,26 @@ def recordings(tree: ast.Module, source: str, filename: str, dialects: tuple[str
         return results
     except (Decline, RecursionError):
         return None
+
+
+def _unread(tree: ast.Module) -> ast.Module:
+    """*tree* without the body of ``upgrade()``: what the compiler must still see once ``recordings`` accepted it.
+
+    Running a script compiles it whole, so what only the compiler refuses (``break`` outside a loop in
+    ``downgrade()``, a misplaced ``from __future__`` import, ``__debug__ = 1``) makes it MP000.  The statements
+    of ``upgrade()`` are read here and only in the forms ``_Script`` accepts -- calls of bound names with
+    literal, keyword (never repeated, never ``__debug__``) and constructor arguments, one ``with`` whose target
+    is never ``__debug__`` -- none of which the compiler refuses; the rest of the module (imports,
+    assignments, every other function whole) is compiled as it is.  Compiling the tree from Python objects costs
+    about what parsing does, nearly all of it in ``upgrade()``'s calls (issue 28: cold speed)."""
+    body = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "upgrade":
+            stub = ast.copy_location(ast.Pass(), node.body[0])
+            node = ast.copy_location(ast.FunctionDef(node.name, node.args, [stub], node.decorator_list, node.returns,
+                                                     node.type_comment), node)
+        body.append(node)
+    return ast.Module(body, tree.type_ignores)
 
 
 def analyse(path: Path, phase: str, options) -> list | None:
@@ -446,10 +485,10 @@ def analyse(path: Path, phase: str, options) -> list | None:
         source = data.decode("utf-8-sig")
         filename = str(path)
         tree = ast.parse(source, filename)
-        compile(tree, filename, "exec", dont_inherit=True)  # what only the compiler refuses (``break`` outside a loop)
         results = recordings(tree, source, filename, options.dialects)
         if results is None:
             return None
+        compile(_unread(tree), filename, "exec", dont_inherit=True)  # what only the compiler refuses (``break``)
         from migrations_policy.lint.engine import judged
 
         return judged(source, [], results, phase, options)
