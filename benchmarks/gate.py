@@ -32,8 +32,11 @@ PostgreSQL, whose statement triggers cost one mark per statement and are left in
 Timed in-process: ``check`` (``commands.check``), ``status`` (estimates), ``status
 --exact`` (full counts) and ``gate`` (``gate.unfinished`` for the release-3 contract's
 three required migrations, what ``dbsync upgrade --contract`` evaluates before any DDL).
-Each call runs first twice (the first figure printed: it may install the completion
-proof's triggers, or prove), then ``--repeat`` rounds A B A B: the same call on an empty
+Each call runs first once (the first figure printed: it may install the completion
+proof's triggers, or prove), then again until the measured path is the steady one (``warm_up``:
+the last call changed no completion proof or dirty mark and took within 1.5x of the one before; at most
+12 calls -- two fixed warm-ups were not enough at 5M rows on MariaDB, whose first measured
+``check`` was still proving), then ``--repeat`` rounds A B A B: the same call on an empty
 database (the example expanded, no rows), then this one; the figure is the median of the
 per-round ratios, since a shared machine's load changes from one second to the next.
 
@@ -138,6 +141,7 @@ class Figure(NamedTuple):
     first: float
     seconds: list[float]
     baselines: list[float]
+    warm: int = 0  # warm-up calls until steady (``warm_up``)
 
     @property
     def ratios(self) -> list[float]:
@@ -169,9 +173,43 @@ def calls(project) -> dict:
             "gate": gate_only, "status --exact": lambda: commands.status(project, exact=True)}
 
 
+#: Warm-up calls at most (a 5M-row MariaDB proved in the first measured round after two fixed ones).
+WARM_UP_CALLS = 12
+#: Two successive warm-up calls agree when the later is within this factor of the earlier.
+AGREE = 1.5
+
+
+def proof_state(project) -> tuple:
+    """The completion proofs and dirty marks as recorded now (empty without the tables): a call
+    that installs triggers writes a mark, one that proves records a proof and deletes marks."""
+    from migrations_policy.data import completion
+
+    with project.connect() as conn:
+        if not sa.inspect(conn).has_table(completion.PROOFS_TABLE):
+            return ()
+        return (tuple(sorted(conn.execute(sa.select(completion.proofs)).all())),
+                tuple(sorted(conn.execute(sa.select(completion.dirty)).all())))
+
+
+def warm_up(call, project) -> int:
+    """Run *call* until the measured path is the steady one: the last call changed no completion
+    proof or dirty mark (it neither installed triggers nor proved) and took within ``AGREE`` x of
+    the call before it; at most ``WARM_UP_CALLS`` calls.  Returns the calls made."""
+    before, last = proof_state(project), None
+    for made in range(1, WARM_UP_CALLS + 1):
+        seconds = timed(call)
+        after = proof_state(project)
+        if after == before and last is not None and max(seconds, last) <= AGREE * min(seconds, last):
+            return made
+        before, last = after, seconds
+    print(f"  warm-up: not steady after {WARM_UP_CALLS} calls", file=sys.stderr)
+    return WARM_UP_CALLS
+
+
 def measure(project, empty, repeat: int, only: tuple[str, ...] | None = None) -> dict[str, Figure]:
-    """Each call: a first run (and a second: a completion is proven by the call after the one
-    that installed its triggers), then *repeat* interleaved rounds of the empty database's call
+    """Each call: a first run, then warm-up calls until the path is steady (``warm_up``: a
+    completion is proven by a call after the one that installed its triggers, and at 5M rows a
+    proof may take more than one call to land), then *repeat* interleaved rounds of the empty database's call
     and this one's, so that each ratio shares the machine's load of its moment."""
     mine, base = calls(project), calls(empty)
     found = {}
@@ -179,13 +217,13 @@ def measure(project, empty, repeat: int, only: tuple[str, ...] | None = None) ->
         if only is not None and name not in only:
             continue
         first = timed(mine[name])
-        timed(mine[name])
-        timed(base[name])
+        warm = warm_up(mine[name], project)
+        warm_up(base[name], empty)
         seconds, baselines = [], []
         for _ in range(repeat):
             baselines.append(timed(base[name]))
             seconds.append(timed(mine[name]))
-        found[name] = Figure(first, seconds, baselines)
+        found[name] = Figure(first, seconds, baselines, warm)
     return found
 
 
@@ -286,7 +324,8 @@ def main() -> None:
                     # each size as soon as it is measured: an interrupted run keeps what it measured
                     for state, figures in found[rows].items():
                         for call, figure in figures.items():
-                            print(f"{backend} {rows:,} rows {state} {call}: first {figure.first * 1000:.1f} ms; "
+                            print(f"{backend} {rows:,} rows {state} {call}: first {figure.first * 1000:.1f} ms, "
+                                  f"{figure.warm} warm-up calls; "
                                   f"rounds (ms, empty ms, ratio): " + ", ".join(
                                       f"{s * 1000:.1f}/{b * 1000:.1f}={s / b:.2f}x"
                                       for s, b in zip(figure.seconds, figure.baselines))

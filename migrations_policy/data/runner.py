@@ -343,7 +343,8 @@ class _Walk(Survey, Claiming):
         m = self.migration
         given = set() if m.unmigratable is not None or m.deletes else pending_keys(conn, m, batch.where)
         carried = m.unmigratable is not None or getattr(m, "carries_lock_wait", False)  # the runner's own
-        with yielding.short_lock_wait(conn, carried):  # every statement that migrates gives way to live traffic
+        with yielding.short_lock_wait(conn, carried, folded=m.unmigratable is not None):  # every statement that
+            # migrates gives way to live traffic
             if m.unmigratable is not None:
                 processed = yielding.update(conn, m, batch)
                 return processed, processed, 0

@@ -7,7 +7,8 @@ transaction, which is always the application's (the batch has changed thousands 
 So the batch must never be part of a cycle, or leave it first:
 
 * **PostgreSQL**: the batch waits at most ``LOCK_WAIT_MS`` for a row lock (``lock_timeout``,
-  local to the batch's transaction, set just before its statement); that is
+  local to the batch's transaction, set just before its statement -- by the set-based batch's
+  UPDATE itself, as the first condition of its WHERE); that is
   far below ``deadlock_timeout`` (1 s by default), so a cycle is broken by the batch giving up
   before any session runs its deadlock check.
 * **MariaDB/MySQL**: while the batch migrates (the set-based UPDATE, or every statement the
@@ -65,8 +66,13 @@ def backoff(consecutive: int) -> None:
 
 
 def update(conn: Connection, migration: DataMigration, batch: Batch) -> int:
-    """The set-based batch statement (run inside ``short_lock_wait``); the rows it updated."""
+    """The set-based batch statement (run inside ``short_lock_wait(conn, carried=True,
+    folded=True)``); the rows it updated.  It carries its own lock wait: on PostgreSQL as the
+    first condition of its WHERE (``_LOCK_WAIT_FIRST``, see ``short_lock_wait``), on MariaDB as
+    ``SET STATEMENT ... FOR`` (``execute``)."""
     where = sa.and_(batch.where, sa.not_(migration.unmigratable))
+    if conn.dialect.name == "postgresql":
+        where = sa.and_(_LOCK_WAIT_FIRST, where)
     return execute(conn, sa.update(migration.table).where(where).values(dict(migration.values))).rowcount
 
 
@@ -118,18 +124,23 @@ class short_lock_wait:
     * SQLite: nothing (one writer at a time).
 
     *carried*: every migrating statement goes through ``execute`` (the runner's own statements):
-    on MariaDB each carries the setting, and the session's is left alone."""
+    on MariaDB each carries the setting, and the session's is left alone.  *folded*: the block's
+    one migrating statement is the set-based ``update``, which on PostgreSQL sets ``lock_timeout``
+    itself (``_LOCK_WAIT_FIRST``: an uncorrelated sub-select, so an InitPlan run once before the
+    scan, before any row is locked or waited for): no statement of its own before it."""
 
-    def __init__(self, conn: Connection, carried: bool = False):
+    def __init__(self, conn: Connection, carried: bool = False, folded: bool = False):
         self.conn = conn
         self.carried = carried
+        self.folded = folded
         self.restore: Any = None
 
     def __enter__(self) -> None:
         conn = self.conn
         dialect = conn.dialect.name
         if dialect == "postgresql":
-            conn.execute(_SET_LOCK_WAIT)
+            if not self.folded:
+                conn.execute(_SET_LOCK_WAIT)
         elif dialect in ("mysql", "mariadb") and not (self.carried and _carries(conn)):
             info = conn.connection.info
             if _SAVED not in info:
@@ -150,6 +161,8 @@ class short_lock_wait:
 
 
 _SET_LOCK_WAIT = sa.select(sa.func.set_config("lock_timeout", f"{LOCK_WAIT_MS}ms", True))
+#: The same setting as the first condition of the set-based UPDATE (PostgreSQL): true, once set.
+_LOCK_WAIT_FIRST = _SET_LOCK_WAIT.scalar_subquery().is_not(None)
 _SAVED = "migrations_policy.innodb_lock_wait_timeout"
 _READ_INNODB_WAIT = sa.text("SELECT @@SESSION.innodb_lock_wait_timeout")
 _SET_INNODB_WAIT = sa.text("SET SESSION innodb_lock_wait_timeout = :seconds")
