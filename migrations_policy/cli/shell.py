@@ -144,7 +144,9 @@ def run_parsed(args: argparse.Namespace, prog: str = "dbsync") -> int:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
     except BaseException as exc:
-        refusal = _framework_table_refusal(exc) if isinstance(exc, _database_errors()) else None
+        from migrations_policy.core import framework_tables  # (imports SQLAlchemy: only once something failed)
+
+        refusal = framework_tables.refusal(exc) if isinstance(exc, _database_errors()) else None
         if refusal is not None:  # a framework table of another shape: bad input, named
             print(f"{prog}: error: {mask_text(refusal)}", file=sys.stderr)
             return 2
@@ -166,23 +168,6 @@ def _database_errors() -> tuple[type[BaseException], ...]:
     """SQLAlchemy's error of a statement the database refused, if SQLAlchemy is imported."""
     module = sys.modules.get("sqlalchemy.exc")
     return (module.DBAPIError,) if module is not None else ()
-
-
-def _framework_table_refusal(exc: BaseException) -> str | None:
-    """One line for a statement on a framework table (``migrations_policy_*``) that the database refused: the
-    table is not of the shape this version writes (made by hand, by another tool or version, restored in part).
-    None when the statement names no framework table."""
-    from migrations_policy.core.framework_tables import TABLE_PREFIX
-
-    table = re.compile(rf"\b{TABLE_PREFIX}[A-Za-z_]+")
-    statement = str(getattr(exc, "statement", "") or "")
-    said = _first_line(getattr(exc, "orig", None) or exc)
-    named = list(dict.fromkeys(table.findall(said) + table.findall(statement)))
-    if not named:
-        return None
-    return (f"{named[0]}: the database refused a statement on it ({said}): the table is not of the shape this "
-            f"version of migrations_policy reads and writes (created by hand, by another version, or restored in "
-            f"part?): restore it, or rename it away if it is not dbsync's (dbsync then creates its own)")
 
 
 def _alembic_errors() -> tuple[type[BaseException], ...]:

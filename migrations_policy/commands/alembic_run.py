@@ -11,7 +11,7 @@ from pathlib import Path
 from alembic.util import CommandError
 from sqlalchemy import exc as sa_exc
 
-from migrations_policy.core import project_code
+from migrations_policy.core import framework_tables, project_code
 from migrations_policy.core.errors import PolicyError
 from migrations_policy.core.progress import watch
 from migrations_policy.core.project import Project, _one_line
@@ -49,7 +49,8 @@ def _alembic_watched(running, fn, *args, **kwargs) -> None:
                               f"on the table ({_one_line(exc)}); the revision stopped before that statement "
                               "(statements that committed before it are journaled: `dbsync status` shows them), "
                               "rerun when that transaction has finished: the rerun resumes") from None
-        raise PolicyError(f"migration failed: {running.describe() or 'a revision'}: {_one_line(exc)}") from None
+        said = framework_tables.refusal(exc) or _one_line(exc)  # a framework table of another shape: named
+        raise PolicyError(f"migration failed: {running.describe() or 'a revision'}: {said}") from None
     except (KeyboardInterrupt, PolicyError):  # ours (env.py's hook raised it): already one line
         raise
     except BaseException as exc:

@@ -25,6 +25,8 @@ project adopting migrations_policy needs no revision for them.
 
 from __future__ import annotations
 
+import re
+
 import sqlalchemy as sa
 
 TABLE_PREFIX = "migrations_policy_"
@@ -32,6 +34,23 @@ TABLE_PREFIX = "migrations_policy_"
 
 def is_framework_table(name: str | None) -> bool:
     return bool(name) and name.startswith(TABLE_PREFIX)
+
+
+_NAMED = re.compile(rf"\b{TABLE_PREFIX}[A-Za-z_]+")
+
+
+def refusal(exc: BaseException) -> str | None:
+    """What to say of a statement on a framework table that the database refused (*exc*, SQLAlchemy's
+    ``DBAPIError``): the table is not of the shape this version writes (made by hand, by another tool or version,
+    restored in part).  None when the statement names no framework table."""
+    statement = str(getattr(exc, "statement", "") or "")
+    said = " ".join(str(getattr(exc, "orig", None) or exc).split("\n", 1)[0].split())
+    named = list(dict.fromkeys(_NAMED.findall(said) + _NAMED.findall(statement)))
+    if not named:
+        return None
+    return (f"{named[0]}: the database refused a statement on it ({said}): the table is not of the shape this "
+            f"version of migrations_policy reads and writes (created by hand, by another version, or restored in "
+            f"part?): restore it, or rename it away if it is not dbsync's (dbsync then creates its own)")
 
 
 metadata = sa.MetaData()
