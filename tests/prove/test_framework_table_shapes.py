@@ -64,11 +64,16 @@ def test_a_framework_table_of_another_shape_is_one_line(case, tmp_path, db_url, 
         _shape(rng, table).create(conn)
     before = _version(db_engine)
     proc = subprocess.run(dbsync + command, capture_output=True, text=True, timeout=600)
-    where = (SEED, case, table, command, proc.returncode, proc.stderr[-3000:])
+    where = (proc.stdout[-3000:], SEED, case, table, command, proc.returncode, proc.stderr[-3000:])
     assert "Traceback" not in proc.stderr, where
     assert proc.returncode in ANSWERS[command[0]] | {2}, where
     if proc.returncode == 2:
         # (an upgrade's progress lines come first: "upgrade: running ...")
         errors = [line for line in proc.stderr.strip().splitlines() if not line.startswith(command[0] + ": ")]
+        if not errors and command[0] in ("online_data_migrations", "prune"):
+            # their own exit code 2: a migration failed, said in the run's report (its errors column and a line
+            # naming it), the others still ran (docs/cli.rst)
+            assert "error" in proc.stdout.lower(), where
+            return
         assert len(errors) == 1 and errors[0].startswith("dbsync: error:") and table in errors[0], where
         assert _version(db_engine) == before, where  # nothing applied
