@@ -15,6 +15,23 @@ import statistics
 from migrations_policy.data.sizing import FIXED_SHARE, BatchSizer, floor_rows
 
 
+def _walk(rng: random.Random, sizer: BatchSizer, start: int, ceiling: int, fixed: float, per_row: float,
+          noise: float, inside: float, outliers: float = 0.0) -> tuple[list[int], list[float]]:
+    """80 batches sized by *sizer* from *start*: each batch's size and its time without noise.  A batch costs
+    ``fixed + per_row * rows``, *inside* of the fixed part in the migrating statement, with the load's
+    proportional *noise*; a share *outliers* of the statements waits 3-10x longer (a CPU the load took)."""
+    size, sizes, times = start, [], []
+    for _ in range(80):
+        spike = rng.uniform(3, 10) if outliers and rng.random() < outliers else 1.0
+        migrating = (inside * fixed + per_row * size) * math.exp(rng.gauss(0, noise)) * spike
+        seconds = migrating + (1 - inside) * fixed * math.exp(rng.gauss(0, noise))
+        sizes.append(size)
+        times.append(fixed + per_row * size)
+        size = sizer.next(size, seconds, migrating)
+        assert 1 <= size <= ceiling
+    return sizes, times
+
+
 def test_batches_amortise_the_fixed_cost_and_aim_at_the_target():
     seed = random.randrange(2**32)
     print(f"\nseed {seed}")
@@ -27,15 +44,7 @@ def test_batches_amortise_the_fixed_cost_and_aim_at_the_target():
         inside = rng.uniform(0.0, 0.3)  # share of the fixed part inside the migrating statement (its round trip)
         start = rng.choice([200, 1000, 5000])
         ceiling = 10 * start
-        sizer = BatchSizer(target, ceiling)
-        size, sizes, times = start, [], []
-        for _ in range(80):
-            migrating = (inside * fixed + per_row * size) * math.exp(rng.gauss(0, noise))
-            seconds = migrating + (1 - inside) * fixed * math.exp(rng.gauss(0, noise))
-            sizes.append(size)
-            times.append(fixed + per_row * size)
-            size = sizer.next(size, seconds, migrating)
-            assert 1 <= size <= ceiling
+        sizes, times = _walk(rng, BatchSizer(target, ceiling), start, ceiling, fixed, per_row, noise, inside)
         tail = sizes[-20:]
         what = (f"case {case}: fixed {fixed * 1000:.2f} ms, {per_row * 1e6:.3f} us/row, noise {noise}, "
                 f"start {start}: last sizes {tail[-5:]}")
@@ -77,16 +86,8 @@ def test_a_statements_own_fixed_cost_is_not_read_as_per_row_cost():
         inside = rng.choice([1.0, rng.uniform(0.5, 1.0)])  # most or all of the fixed part in the statement
         start = rng.choice([500, 1000, 5000])
         ceiling = 10 * start
-        sizer = BatchSizer(target, ceiling)
-        size, sizes, times = start, [], []
-        for _ in range(80):
-            spike = rng.uniform(3, 10) if rng.random() < outliers else 1.0
-            migrating = (inside * fixed + per_row * size) * math.exp(rng.gauss(0, noise)) * spike
-            seconds = migrating + (1 - inside) * fixed * math.exp(rng.gauss(0, noise))
-            sizes.append(size)
-            times.append(fixed + per_row * size)
-            size = sizer.next(size, seconds, migrating)
-            assert 1 <= size <= ceiling
+        sizes, times = _walk(rng, BatchSizer(target, ceiling), start, ceiling, fixed, per_row, noise, inside,
+                             outliers)
         tail = sizes[-30:]
         n = statistics.median(tail)
         ideal = _ideal(fixed, per_row, target, ceiling)
