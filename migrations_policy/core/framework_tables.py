@@ -44,7 +44,9 @@ def refusal(exc: BaseException) -> str | None:
     ``DBAPIError``): the table is not of the shape this version writes (made by hand, by another tool or version,
     restored in part).  None when the statement names no framework table."""
     statement = str(getattr(exc, "statement", "") or "")
-    said = " ".join(str(getattr(exc, "orig", None) or exc).split("\n", 1)[0].split())
+    from migrations_policy.core.config import _first_line
+
+    said = _first_line(getattr(exc, "orig", None) or exc)
     named = list(dict.fromkeys(_NAMED.findall(said) + _NAMED.findall(statement)))
     if not named:
         return None
