@@ -10,7 +10,7 @@ CONCURRENTLY, UNIQUE constraint, foreign key, type changes; MariaDB INSTANT / IN
 and each size, ``--repeat`` rounds, each on a freshly filled table:
 
 A. the plan: the statement recorded offline and classified as ``dbsync plan`` does
-   (``lint.recorder`` -> ``policy.script.annotate`` -> ``plan._plan_statement``, with this
+   (``lint.offline.recorder`` -> ``policy.script.annotate`` -> ``plan._plan_statement``, with this
    round's own measured rates), giving the lock, the work and the estimated seconds;
 B. the real statement, timed (autocommit: its lock is held exactly while it runs).
 
@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _numbers import numbers  # noqa: E402
 
 from migrations_policy import plan as planner  # noqa: E402
-from migrations_policy.lint import recorder  # noqa: E402
+from migrations_policy.lint.offline import recorder  # noqa: E402
 from migrations_policy.plan import rate as rates  # noqa: E402
 from migrations_policy.policy.script import annotate  # noqa: E402
 

@@ -9,7 +9,7 @@ import configparser
 import re
 from pathlib import Path
 
-from migrations_policy.lint.report import RULES_URL, rule_url
+from migrations_policy.lint.output.report import RULES_URL, rule_url
 
 ROOT = Path(__file__).resolve().parents[1]
 

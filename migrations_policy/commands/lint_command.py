@@ -16,7 +16,7 @@ import traceback
 from migrations_policy.core.config import EXPAND
 from migrations_policy.core.errors import PolicyError, UsageError
 from migrations_policy.core.result import Result
-from migrations_policy.lint.report import INTERNAL_ERROR, printable, printable_path
+from migrations_policy.lint.output.report import INTERNAL_ERROR, printable, printable_path
 
 if TYPE_CHECKING:
     from migrations_policy.core.project import Project
@@ -36,7 +36,7 @@ class LintResult(Result):
         return self.render("text")
 
     def render(self, fmt: str) -> str:
-        from migrations_policy.lint.reporters import render, statistics
+        from migrations_policy.lint.output.reporters import render, statistics
 
         if self.show_statistics:
             return statistics(self.report)
@@ -80,7 +80,7 @@ def lint(paths: list[str], *, phase: str | None = None, dialects: list[str] | No
         raise UsageError("lint: no PATH given and no 'paths' setting")
     target = None
     if replay or scratch_server:
-        from migrations_policy.lint.scratch_db import Target
+        from migrations_policy.lint.scratch.database import Target
 
         target, url = Target(url=url, server=scratch_server), None
     try:
@@ -92,7 +92,7 @@ def lint(paths: list[str], *, phase: str | None = None, dialects: list[str] | No
     except Exception as exc:  # noqa: BLE001 - a bug of the linter: one line, the traceback on request
         if debug:
             traceback.print_exc()
-        from migrations_policy.lint.loader import one_line
+        from migrations_policy.lint.offline.loader import one_line
 
         raise InternalError(f"internal error of the linter: {one_line(exc)} (please report it; "
                             f"{'the traceback is above' if debug else '--debug prints the traceback'})") from None

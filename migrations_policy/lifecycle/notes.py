@@ -60,7 +60,7 @@ def _revisions_between(script: Any, start: str, end: str) -> list[Any]:
 def acknowledged(rev: Any, settings: Any) -> list[Note]:
     """The findings *rev*'s ignore comments silence, with their reasons."""
     from migrations_policy import lint
-    from migrations_policy.lint.ignores import _IGNORE as IGNORE_COMMENT, find_ignores
+    from migrations_policy.lint.script.ignores import _IGNORE as IGNORE_COMMENT, find_ignores
 
     source = Path(rev.path).read_text(encoding="utf-8")
     lines = source.splitlines(keepends=True)

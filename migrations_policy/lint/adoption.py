@@ -25,7 +25,7 @@ from typing import Callable
 
 from migrations_policy.core.errors import ConfigError
 from migrations_policy.core.globs import Glob, compile_glob
-from migrations_policy.lint.headers import Header
+from migrations_policy.lint.script.headers import Header
 
 
 @dataclass

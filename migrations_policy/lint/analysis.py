@@ -1,6 +1,6 @@
 """What the linter's analyses answer (``Analysis``) and over how many processes (``jobs``).
 
-Apart from ``lint.parallel`` (which starts the worker) so that a run that never starts it -- every script read
+Apart from ``lint.sandbox.parallel`` (which starts the worker) so that a run that never starts it -- every script read
 by ``lint.static`` -- does not import it (subprocess, the channel, ...).
 """
 

@@ -38,7 +38,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from migrations_policy import __version__
-from migrations_policy.lint.headers import Header, header_of_bytes
+from migrations_policy.lint.script.headers import Header, header_of_bytes
 
 ENV = "MIGRATIONS_POLICY_CACHE_DIR"
 DEFAULT_DIR = ".migrations_policy_cache"

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from migrations_policy.policy.script import annotate
 from migrations_policy.lint import rules
-from migrations_policy.lint.ignores import find_ignores
+from migrations_policy.lint.script.ignores import find_ignores
 from migrations_policy.lint.judge import judge_dialects, signature
-from migrations_policy.lint.loader import (LoadError,
+from migrations_policy.lint.offline.loader import (LoadError,
     line_in,
     compile_script,
     load_module,
@@ -58,8 +58,8 @@ def _default_severity(code: str) -> str:
 
 def _record_all(module, source: str, upgrade, path: Path, options: Options, hits: list[Hit], dependent: bool,
                 notes=None):
-    from migrations_policy.lint import recorder
-    from migrations_policy.lint.missing import MissingError, Notes
+    from migrations_policy.lint.offline import recorder
+    from migrations_policy.lint.offline.missing import MissingError, Notes
     from migrations_policy.policy.sql import noting_divergence
 
     notes = notes or Notes()
@@ -116,12 +116,12 @@ def _record_all(module, source: str, upgrade, path: Path, options: Options, hits
                 reason = ("upgrade() inspected the database, which is empty offline" if recording.inspected else
                           "upgrade() asked context.is_offline_mode(): only its offline path ran")
             if options.url:
-                from migrations_policy.lint.scratch import record_on_scratch_database
+                from migrations_policy.lint.scratch.url import record_on_scratch_database
 
                 results[dialect] = record_on_scratch_database(upgrade, options.url, filename)
                 continue
             try:
-                from migrations_policy.lint import astscan  # only for scripts that cannot run offline
+                from migrations_policy.lint.offline import astscan  # only for scripts that cannot run offline
 
                 tree = tree if tree is not None else ast.parse(source, filename)
                 scan = astscan.scan(module, tree, dialect, filename, options.alembic_ini)
@@ -227,8 +227,8 @@ def analyse(path: Path, phase: str, options: Options, source: str | None = None,
         source = read_source(path) if source is None else source
         code = compile_script(source, path) if code is None else code  # *code*: compiled by the caller
         hits: list[Hit] = []
-        from migrations_policy.lint.missing import Notes
-        from migrations_policy.lint.recorder import recording
+        from migrations_policy.lint.offline.missing import Notes
+        from migrations_policy.lint.offline.recorder import recording
 
         notes = Notes()
         with sandbox():

@@ -19,7 +19,7 @@ def lint_hook(filename: str, options: dict) -> None:
     from alembic.util import CommandError
 
     from migrations_policy.lint.linter import run
-    from migrations_policy.lint.reporters import render
+    from migrations_policy.lint.output.reporters import render
     from migrations_policy.core.config import load_settings
 
     dialects = [d.strip() for d in options.get("dialects", "").split(",") if d.strip()] or None

@@ -10,10 +10,10 @@ from migrations_policy.core.config import DIALECTS, Settings
 from migrations_policy.core.errors import UsageError
 from migrations_policy.lint.adoption import Selection, baseline_revisions, check_codes, select
 from migrations_policy.lint.cache import Cache, cache_dir
-from migrations_policy.lint.headers import PHASES, UNKNOWN, Header, PhaseResolver, header_of_bytes
+from migrations_policy.lint.script.headers import PHASES, UNKNOWN, Header, PhaseResolver, header_of_bytes
 from migrations_policy.lint.options import Options
-from migrations_policy.lint.plugins import Plugins, plugins
-from migrations_policy.lint.report import Finding, LintReport, printable_path
+from migrations_policy.lint.offline.plugins import Plugins, plugins
+from migrations_policy.lint.output.report import Finding, LintReport, printable_path
 
 __all__ = ["run", "collect", "LintReport", "Finding"]
 
@@ -203,7 +203,7 @@ def _replay_all(files: list[Path], missing: list[tuple[Path, str]], resolver: Ph
                 replay, phase_of: Callable[[Path], str]):
     """``replay.replay_all`` of every collected script -- those at or before the baseline and the excluded ones
     build the schema the others run on -- answered for *missing* (the reported ones) only."""
-    from migrations_policy.lint.parallel import Analysis
+    from migrations_policy.lint.sandbox.parallel import Analysis
     from migrations_policy.lint.replay.driver import replay_all
 
     wanted = {path for path, _ in missing}
@@ -274,14 +274,14 @@ def run(
     unreadable: set[Path] = set()
     files = collect(paths, headers, cache.header, listings, unreadable)
     if replay is not None:
-        from migrations_policy.lint.scratch_db import target_dialect
+        from migrations_policy.lint.scratch.database import target_dialect
 
         url_dialect = target_dialect(replay)
         if url_dialect not in dialects:
             raise UsageError(f"--replay is on a {url_dialect} database but the dialects linted are {', '.join(dialects)}")
         dialects = (url_dialect,)
     elif url:
-        from migrations_policy.lint.scratch import check_scratch_database
+        from migrations_policy.lint.scratch.url import check_scratch_database
 
         url_dialect = check_scratch_database(url)
         if url_dialect not in dialects:
@@ -313,7 +313,7 @@ def run(
     rest = [task for index, task in enumerate(missing) if index not in statics]
     spawned = None
     if rest and replay is None:  # the worker imports and analyses while this process does the rest below
-        from migrations_policy.lint.parallel import analyse_all, spawn
+        from migrations_policy.lint.sandbox.parallel import analyse_all, spawn
 
         spawned = spawn(rest, options, jobs)
     overrides = settings.severity

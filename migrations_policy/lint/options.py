@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from migrations_policy.lint.plugins import Plugins
+from migrations_policy.lint.offline.plugins import Plugins
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 The pending revisions in the order upgrade applies them (the expand branch, then the
 contract branch), each revision's ``upgrade()`` recorded offline by the linter's
-recorder (``lint.recorder.run_offline``: alembic ops, batch recreates, raw SQL, the
+recorder (``lint.offline.recorder.run_offline``: alembic ops, batch recreates, raw SQL, the
 line in the script) on the database's dialect, and annotated as the linter annotates
 a script (``policy.script.annotate``).  A revision that cannot be read offline (it
 raised, or it inspected the database, which is empty offline) is kept with the reason:
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from alembic.script import ScriptDirectory
 
-from migrations_policy.lint import recorder
+from migrations_policy.lint.offline import recorder
 from migrations_policy.core.offline_run import first_line
 from migrations_policy.policy import model as m
 from migrations_policy.policy.script import annotate

@@ -4,7 +4,7 @@ release models, puts every change in the same phase as the hand-written scripts.
 from __future__ import annotations
 
 import runpy
-from migrations_policy.lint.recorder import record
+from migrations_policy.lint.offline.recorder import record
 
 from ..helpers import EXAMPLE
 

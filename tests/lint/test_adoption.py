@@ -388,7 +388,7 @@ def test_init_adopt_with_alembics_pyproject_template_writes_the_toml_table(tmp_p
 
 def test_replay_runs_the_baseline_history_but_reports_only_after_it(tmp_path, monkeypatch):
     """--replay needs every script from base (the baseline builds the schema the others run on)."""
-    from migrations_policy.lint.scratch_db import Target
+    from migrations_policy.lint.scratch.database import Target
 
     monkeypatch.chdir(tmp_path)
     versions = tmp_path / "versions"

@@ -122,6 +122,6 @@ def test_warm_cli_run_imports_no_engine_rule_or_policy_module(tmp_path):
             for _ in range(2)]
     assert json.loads(runs[0].stdout) == json.loads(runs[1].stdout) and json.loads(runs[1].stdout)["findings"]
     # the warm run imports none of them; the cold one reads its plain scripts here (lint.static: the engine,
-    # rules and policy) and runs the others in worker processes (lint.worker): never alembic nor SQLAlchemy here
+    # rules and policy) and runs the others in worker processes (lint.sandbox.worker): never alembic nor SQLAlchemy here
     assert json.loads(runs[1].stderr) == []
     assert not [m for m in json.loads(runs[0].stderr) if m.startswith(("alembic", "sqlalchemy", "sqlparse"))]

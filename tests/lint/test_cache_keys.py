@@ -39,7 +39,7 @@ def path(tmp_path):
 def _analysed(monkeypatch) -> list:
     """Records the files sent to analysis (a cache miss): read without running (``lint.static``) or analysed in
     worker processes (the others)."""
-    from migrations_policy.lint import parallel
+    from migrations_policy.lint.sandbox import parallel
     from migrations_policy.lint.static import reader as static
 
     seen: list = []

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from migrations_policy.lint import parallel
+from migrations_policy.lint.sandbox import parallel
 
 from .conftest import script
 

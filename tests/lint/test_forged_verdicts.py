@@ -90,7 +90,7 @@ def test_a_forger_cannot_clear_other_files_nor_poison_the_cache(strategy, jobs, 
 def test_the_ledger_never_keeps_a_forged_verdict(seed):
     """Generated: a genuine frame sequence (workers running several children at once) with forged frames
     inserted anywhere; the ledger either refuses the channel or keeps exactly the genuine verdicts."""
-    from migrations_policy.lint.channel import Forged, Ledger
+    from migrations_policy.lint.sandbox.channel import Forged, Ledger
 
     rng = random.Random(seed)
     n = rng.randint(1, 6)

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from migrations_policy.lint.report import printable_path
+from migrations_policy.lint.output.report import printable_path
 
 ROOT = str(Path(__file__).resolve().parents[2])
 RUNNER = "import sys; from migrations_policy.cli import main; sys.exit(main(sys.argv[1:]))"
@@ -108,7 +108,7 @@ BODIES = [
     "import alembic.op as o\no.drop_column = None\nop.drop_column('users', 'p')",
     "import sqlalchemy\nsqlalchemy.Column = None\nsqlalchemy.Integer = 5\nop.drop_table('t')",
     "import migrations_policy\nmigrations_policy.__dict__.clear()\nop.drop_table('t')",
-    "import migrations_policy.lint.recorder as r\nfor k in list(vars(r)):\n    if not k.startswith('__'):\n"
+    "import migrations_policy.lint.offline.recorder as r\nfor k in list(vars(r)):\n    if not k.startswith('__'):\n"
     "        setattr(r, k, None)\nop.drop_table('t')",
     "import sys\nfor k in list(sys.modules):\n    if k.startswith('migrations_policy'):\n        sys.modules[k] = None",
     "import builtins\nfor k in ('print', 'str', 'repr', 'isinstance', 'len', 'open', 'getattr', 'type'):\n"

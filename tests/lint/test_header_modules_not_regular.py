@@ -14,7 +14,7 @@ import threading
 
 import pytest
 
-from migrations_policy.lint.headers import read_header
+from migrations_policy.lint.script.headers import read_header
 
 
 def _fifo(path):

@@ -6,7 +6,7 @@ import ast
 
 import pytest
 
-from migrations_policy.lint.headers import _literal, read_header
+from migrations_policy.lint.script.headers import _literal, read_header
 
 FORMS = ["None", "'a'", '"b"', "''", "('a',)", "('a', 'b')", "('a')", "['a']", "[]", "()", "( )", "( 'a' , 'b' , )",
          "('a''b')", "'a' 'b'", "r'a'", "b'a'", "f'a'", "'a\\'b'", "('a', None)", '("x",)', "'é'", "['a', 'b',]",

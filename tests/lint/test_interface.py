@@ -72,8 +72,8 @@ def test_json_shape(run_lint, two_files):
 
 
 def test_json_renders_any_text_one_finding_per_line():
-    from migrations_policy.lint.report import Finding, LintReport
-    from migrations_policy.lint.reporters import render
+    from migrations_policy.lint.output.report import Finding, LintReport
+    from migrations_policy.lint.output.reporters import render
 
     tricky = 'quote " backslash \\ newline \n tab \t non-ASCII é ☃ control \x01'
     findings = [Finding(f"/p/{tricky}.py", i, "MP101", "error", tricky, "expand", "mysql,sqlite") for i in (1, 2)]
@@ -160,7 +160,7 @@ def test_warm_run_uses_cache_without_importing_alembic(tmp_path, two_files):
             "print(json.dumps([r.to_dict(), 'alembic' in sys.modules, 'sqlalchemy' in sys.modules]))")
     first = json.loads(subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True, check=True).stdout)
     second = json.loads(subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True, check=True).stdout)
-    assert first[1:] == second[1:] == [False, False]  # scripts run in worker processes (lint.worker)
+    assert first[1:] == second[1:] == [False, False]  # scripts run in worker processes (lint.sandbox.worker)
     assert first[0] == second[0] and first[0]["findings"]
     two_files[1].write_text(script('op.execute("TRUNCATE users")'))
     third = json.loads(subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True, check=True).stdout)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from migrations_policy.lint.headers import Header, PhaseResolver
+from migrations_policy.lint.script.headers import Header, PhaseResolver
 
 SEED = int(os.environ.get("MP_FUZZ_SEED", random.randrange(1 << 30)))
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from migrations_policy.lint.headers import read_header
+from migrations_policy.lint.script.headers import read_header
 
 from .conftest import script
 

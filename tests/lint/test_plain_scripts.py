@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from migrations_policy.lint.plain import is_plain
+from migrations_policy.lint.offline.plain import is_plain
 
 ROOT = str(Path(__file__).resolve().parents[2])
 SEED = int(os.environ.get("MP_PLAIN_SEED") or random.randrange(10 ** 9))

@@ -311,7 +311,7 @@ def test_database_error_text_never_shows_the_password(server_for, tmp_path, run_
     assert password not in run.out + run.err and "***" in finding["message"] and "doesn't exist" in finding["message"]
     # Masked at the source, not only by the command line's printing: the API's report too.
     from migrations_policy.lint import run as lint_run
-    from migrations_policy.lint.scratch_db import Target
+    from migrations_policy.lint.scratch.database import Target
 
     (finding,) = [f for f in lint_run([versions], replay=Target(server=url)).findings if f.code == "MP004"]
     assert password not in finding.message and "***" in finding.message

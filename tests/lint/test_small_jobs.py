@@ -32,7 +32,7 @@ PYGMENTS_USER = ('"""imports pygments"""\nimport pygments.lexers\nfrom alembic i
                  'revision = {rid!r}\ndown_revision = {down!r}\nbranch_labels = {labels!r}\n\n\ndef upgrade():\n'
                  '    assert pygments.lexers.get_lexer_by_name("sql")\n    op.drop_column("users", "p_{rid}")\n')
 #: In the worker process, after it served *job*: was sqlalchemy.orm imported?
-SERVE = ("import marshal, sys\nfrom migrations_policy.lint import worker\n"
+SERVE = ("import marshal, sys\nfrom migrations_policy.lint.sandbox import worker\n"
          "worker.serve(marshal.loads(sys.stdin.buffer.read()))\nsys.stdout.flush()\n"
          "print('sqlalchemy.orm' in sys.modules, file=sys.stderr)\n"
          "print(repr(sys.modules.get('pygments', 'absent')), file=sys.stderr)\n")
@@ -85,7 +85,7 @@ def test_one_or_two_scripts_get_the_verdicts_of_a_large_job(tmp_path):
 
 def test_a_worker_of_plain_scripts_only_never_imports_the_orm(tmp_path):
     from migrations_policy.lint.options import Options
-    from migrations_policy.lint.parallel import worker_job
+    from migrations_policy.lint.sandbox.parallel import worker_job
 
     rng = random.Random(SEED)
     for round_ in range(3):

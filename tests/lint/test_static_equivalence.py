@@ -1,7 +1,7 @@
 """Plain scripts judged from their syntax tree (``lint.static``) get the findings running them gives (issue 28).
 
 Scripts are drawn from a seeded grammar of what autogenerate and people write in plain scripts: every
-operation ``lint.plain`` allows, the argument forms autogenerate writes, batch blocks, ``op.f()``, dialect
+operation ``lint.offline.plain`` allows, the argument forms autogenerate writes, batch blocks, ``op.f()``, dialect
 types, both phases, all three dialects, calls laid out over several lines.  For every script the static path
 accepts, its findings (codes, lines, messages, dialects, severities) must equal ``engine.analyse``'s, which runs
 the script offline.  Some drawn forms make the script raise when run (a constraint naming a missing column, a
@@ -355,7 +355,7 @@ def test_what_is_outside_the_tables_is_declined(tmp_path, case):
 
 
 def test_a_plugin_or_a_scratch_database_disables_it(tmp_path):
-    from migrations_policy.lint.plugins import Plugins
+    from migrations_policy.lint.offline.plugins import Plugins
 
     path = tmp_path / "s.py"
     path.write_text(PLAIN_HEAD + "    op.drop_column('t', 'c')\n")

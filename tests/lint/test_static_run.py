@@ -18,7 +18,7 @@ from migrations_policy.lint.options import Options
 from tests.lint.test_static_equivalence import SEED, _script
 
 ROOT = str(Path(__file__).resolve().parents[2])
-RUNNER = ("import json, sys\nfrom migrations_policy.cli import main\nimport migrations_policy.lint.parallel as p\n"
+RUNNER = ("import json, sys\nfrom migrations_policy.cli import main\nimport migrations_policy.lint.sandbox.parallel as p\n"
           "started = []\nspawn = p.spawn\np.spawn = lambda *a, **k: started.append(1) or spawn(*a, **k)\n"
           "code = main(sys.argv[1:])\n"
           "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('alembic', 'sqlalchemy'))"

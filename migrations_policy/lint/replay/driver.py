@@ -24,10 +24,10 @@ import ast
 import re
 from pathlib import Path
 
-from migrations_policy.lint.headers import PhaseResolver
+from migrations_policy.lint.script.headers import PhaseResolver
 from migrations_policy.lint.options import Options
-from migrations_policy.lint.parallel import Analysis, _run_worker
-from migrations_policy.lint.scratch_db import Target, scratch_database
+from migrations_policy.lint.sandbox.parallel import Analysis, _run_worker
+from migrations_policy.lint.scratch.database import Target, scratch_database
 
 _DEPENDS_ON = re.compile(r"^depends_on\s*(?::[^=\n]+)?=\s*(.+?)\s*(?:#.*)?$", re.MULTILINE)
 
@@ -210,7 +210,7 @@ def _replay_history(tasks: list[tuple[Path, str]], resolver: PhaseResolver, opti
                 blocked[index] = (plan.graph[index][0], str(tasks[index][0]))
             left = [i for i in todo if hits[i] is None]
             if len(left) == len(todo):
-                from migrations_policy.lint.parallel import WorkerError
+                from migrations_policy.lint.sandbox.parallel import WorkerError
 
                 raise WorkerError(f"the replay worker process {how} without judging {len(left)} file(s)")
             todo = left

@@ -4,7 +4,7 @@ Started by ``replay`` as ``python -m migrations_policy.lint.replay.worker`` with
 ``parallel``'s workers plus ``url`` (the scratch database), ``graph`` (task index ->
 ``(revision, down_revisions, parent task indexes)``) and ``blocked`` (task index -> the
 ``(revision, path)`` of a failed ancestor, when a worker is restarted).  Tasks come in
-alembic's upgrade order.  As ``lint.worker`` does, it imports what the analysis needs once,
+alembic's upgrade order.  As ``lint.sandbox.worker`` does, it imports what the analysis needs once,
 then forks a child per script (same clean state for every script, killed after the time
 limit); the child connects, runs ``upgrade()`` in one transaction per script (as alembic's
 ``transaction_per_migration``) through ``recorder.run_online``, records every op and
@@ -16,7 +16,7 @@ the script's findings judged from what really ran:
 * any other exception of ``upgrade()``, a timeout, a script ending the child: ``MP000``;
 * a script whose ancestor did not commit is not run: ``MP000`` naming that ancestor.
 
-Frames to the parent are ``lint.worker``'s; a ``done`` frame ends with whether the script committed
+Frames to the parent are ``lint.sandbox.worker``'s; a ``done`` frame ends with whether the script committed
 and, when not, the ``(revision, path)`` of the failure that blocks its descendants.
 """
 
@@ -27,8 +27,8 @@ import os
 import signal
 import sys
 
-from migrations_policy.lint import worker
-from migrations_policy.lint.worker import UNLOADABLE
+from migrations_policy.lint.sandbox import worker
+from migrations_policy.lint.sandbox.worker import UNLOADABLE
 
 REPLAY_ERROR = "MP004"
 
@@ -54,9 +54,9 @@ def _recorder(engine, revision: str, down_revisions: tuple[str, ...], table, out
         from alembic.migration import MigrationContext
 
         from migrations_policy.lint.engine import Hit
-        from migrations_policy.lint.loader import LoadError, line_in, one_line
-        from migrations_policy.lint.recorder import run_online
-        from migrations_policy.lint.scratch import describe_refusal, refused
+        from migrations_policy.lint.offline.loader import LoadError, line_in, one_line
+        from migrations_policy.lint.offline.recorder import run_online
+        from migrations_policy.lint.scratch.url import describe_refusal, refused
 
         filename, dialect = str(path), options.dialects[0]
         engine.dispose(close=False)  # the worker's connections, if any, are not this process's to use
@@ -80,7 +80,7 @@ def _recorder(engine, revision: str, down_revisions: tuple[str, ...], table, out
                 raise LoadError(f"cannot use the scratch database: {describe_refusal(exc)}") from None
         if error is None:
             return {dialect: ops}
-        from migrations_policy.lint.missing import MissingError
+        from migrations_policy.lint.offline.missing import MissingError
 
         if isinstance(error, (MissingError, ImportError)):
             raise Unimportable(one_line(error))
@@ -151,7 +151,7 @@ def _not_replayed(blocker) -> list:
 def _prepare_database(url: str, table):
     """The engine every child uses, its dialect initialized by a first connection that creates
     ``alembic_version``; its pool is emptied before any fork (no child inherits a connection)."""
-    from migrations_policy.lint.scratch import scratch_engine
+    from migrations_policy.lint.scratch.url import scratch_engine
 
     engine = scratch_engine(url)
     try:

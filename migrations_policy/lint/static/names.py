@@ -196,5 +196,5 @@ BATCH_OPERATIONS = {
     "drop_table_comment": _sig("", 0, "existing_comment"),
     "execute": _sig("sqltext", 1, "execution_options"),
 }
-#: ``op.batch_alter_table``'s parameters as the recorder takes them (``lint.recorder``).
+#: ``op.batch_alter_table``'s parameters as the recorder takes them (``lint.offline.recorder``).
 BATCH_ALTER_TABLE = _sig("table_name schema recreate", 1, "", True)

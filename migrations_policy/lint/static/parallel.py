@@ -47,7 +47,7 @@ def read_all(missing: list[tuple[Path, str]], options, jobs: int | None = None) 
     """index -> the findings of each ``(path, phase)`` of *missing* that ``lint.static`` reads (the cached lists)."""
     tasks = [(index, path, phase) for index, (path, phase) in enumerate(missing)]
     if len(tasks) < 2 * MIN_SHARE or not hasattr(os, "fork"):
-        return _read(tasks, options)  # (a pre-commit run: not even lint.parallel is imported)
+        return _read(tasks, options)  # (a pre-commit run: not even lint.sandbox.parallel is imported)
     from migrations_policy.lint.analysis import jobs as job_count
 
     processes = min(job_count(jobs), len(tasks) // MIN_SHARE)

@@ -4,8 +4,8 @@
 call alembic's own operations with literal arguments and SQLAlchemy constructors (what autogenerate
 writes), or None: then the script is run in the lint worker as before.  The script is not run: its tree
 is read into the same ``Operation``s, at the same lines, that running it offline records
-(``lint.recorder``), through the same functions (``policy.op_facts``, ``policy.sql.from_sql``,
-``lint.recording.Recording``), and judged by the engine's one path after the operations
+(``lint.offline.recorder``), through the same functions (``policy.op_facts``, ``policy.sql.from_sql``,
+``lint.offline.recording.Recording``), and judged by the engine's one path after the operations
 (``engine.judged``: rules, dialect merging, inline ignores).
 
 It fails closed: every name, argument and value it reads must be in its tables (``lint.static.names``,
@@ -22,11 +22,11 @@ import re
 from pathlib import Path
 
 from migrations_policy.lint.static import names
-from migrations_policy.lint.recording import Recording
+from migrations_policy.lint.offline.recording import Recording
 from migrations_policy.lint.static.ops import (OPERATIONS, Decline, _check, _Column, _Computed, _Constraint, _Conv,
     _ForeignKey, _Function, _Identity, _is_literal, _Text, _Type)
 
-#: Larger sources are never read here (as ``lint.plain``).
+#: Larger sources are never read here (as ``lint.offline.plain``).
 MAX_BYTES = 64_000
 _MAX_DEPTH = 40
 _BUILTINS = frozenset(dir(builtins))

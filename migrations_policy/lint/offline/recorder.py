@@ -14,7 +14,7 @@ reflect the live schema work; the caller rolls the transaction back.
 Custom operations (``Operations.register_operation``) run the implementation the
 project registered (``Operations.implementation_for``), whose own ops are recorded at
 the script's line; an op that is not registered (``op.my_op(...)`` whose module the
-linter did not import, see ``lint.plugins``) or has no implementation is noted in
+linter did not import, see ``lint.offline.plugins``) or has no implementation is noted in
 ``Recording.unknown`` (``MP005``) and answers with a harmless value, so the rest of
 ``upgrade()`` is still recorded.
 
@@ -35,8 +35,8 @@ from alembic.operations import ops as aops
 
 from migrations_policy.policy.alembic_ops import from_statement
 from migrations_policy.policy.sql import reading_for
-from migrations_policy.lint.recording import Recording  # noqa: F401 - re-exported
-from migrations_policy.lint.fakes import OFFLINE_RESULT, Harmless, OfflineBind, OfflineResultError, call_upgrade  # noqa: F401 - re-exported
+from migrations_policy.lint.offline.recording import Recording  # noqa: F401 - re-exported
+from migrations_policy.lint.offline.fakes import OFFLINE_RESULT, Harmless, OfflineBind, OfflineResultError, call_upgrade  # noqa: F401 - re-exported
 
 
 class _BatchTarget:

@@ -3,7 +3,7 @@
 A project registers operations with ``@Operations.register_operation("name")`` (and
 ``@Operations.implementation_for``) in ``env.py`` or in a module ``env.py`` imports;
 its scripts then call ``op.name(...)``.  The linter never runs ``env.py`` (it would run
-the migrations), so it imports, once per run in its worker (``lint.worker``; each
+the migrations), so it imports, once per run in its worker (``lint.sandbox.worker``; each
 script's process starts after these imports):
 
 1. the modules named in the ``lint_plugins`` setting (an import failure is a
@@ -138,7 +138,7 @@ def import_plugins(plugins: Plugins) -> str | None:
     import importlib
     import sys
 
-    from migrations_policy.lint.loader import one_line, sandbox
+    from migrations_policy.lint.offline.loader import one_line, sandbox
 
     with sandbox():
         sys.path[:0] = list(plugins.paths)

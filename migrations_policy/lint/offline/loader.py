@@ -6,7 +6,7 @@ object (no AST: only the source fallback needs one); ``load_module(code, path)``
 executes it as a fresh module that is *not*
 left in ``sys.modules``, with ``sys.path`` restored afterwards (the current directory
 is prepended while the script runs, like alembic's ``prepend_sys_path = .``) and the
-script's prints swallowed.  (The time limit is the worker's: ``lint.worker`` kills a
+script's prints swallowed.  (The time limit is the worker's: ``lint.sandbox.worker`` kills a
 script that runs too long.)  Every failure is a ``LoadError`` with one line of text and a line number.
 """
 
@@ -164,7 +164,7 @@ def load_module(code: types.CodeType, path: Path, source: str | None = None, not
 def _partially(source: str, path: Path, name: str, notes) -> types.ModuleType:
     import ast
 
-    from migrations_policy.lint.missing import load_partially
+    from migrations_policy.lint.offline.missing import load_partially
 
     module = types.ModuleType(name)
     module.__file__ = str(path)

@@ -114,7 +114,7 @@ def read_header(text: str, path: Path | None = None, consulted: list[str] | None
             unresolved = True
     declared = isinstance(values.get("revision"), str) or bool(_DECLARES.search(text))
     if unresolved or (not declared and "revision" in text):
-        from migrations_policy.lint.header_ast import header_facts
+        from migrations_policy.lint.script.header_ast import header_facts
 
         found, may_bind = header_facts(text, path, consulted)
         values.update(found)

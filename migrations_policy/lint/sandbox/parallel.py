@@ -4,7 +4,7 @@
 and in order, the hits of ``engine.analyse`` as the lists the cache stores
 (``Hit.to_list()``), and the linter's own errors per task.
 
-No script runs in this process: a worker process (``lint.worker``, a fresh
+No script runs in this process: a worker process (``lint.sandbox.worker``, a fresh
 interpreter) forks one child per script, at most ``jobs()`` at a time, and kills a
 child that runs out of time.  Every file gets a verdict; what one script does cannot
 change another's (each child starts from the same state), so the results do not
@@ -31,9 +31,9 @@ from pathlib import Path
 
 from migrations_policy.core.errors import ConfigError
 from migrations_policy.lint.analysis import ENV, Analysis, jobs  # noqa: F401 (re-exported)
-from migrations_policy.lint.channel import Broken, Forged, Ledger, Reader
+from migrations_policy.lint.sandbox.channel import Broken, Forged, Ledger, Reader
 from migrations_policy.lint.options import Options
-from migrations_policy.lint.report import printable_path
+from migrations_policy.lint.output.report import printable_path
 
 #: Seconds the worker may stay silent beyond the time limit before it is declared stuck (a stopped worker).
 GRACE = 30.0
@@ -96,11 +96,11 @@ def spawn(tasks: list[tuple[Path, str]], options: Options, workers: int | None =
     """Start the first worker of ``analyse_all(tasks, options, workers)`` now (see ``Spawned``)."""
     workers = 1 if options.url else max(1, min(jobs(workers), len(tasks)))
     todo = [(i, path, phase) for i, (path, phase) in enumerate(tasks)]
-    return Spawned(todo, options, workers, "migrations_policy.lint.worker", None)
+    return Spawned(todo, options, workers, "migrations_policy.lint.sandbox.worker", None)
 
 
 def _run_worker(tasks: list[tuple[int, Path, str]], options: Options, workers: int,
-                on_done, module: str = "migrations_policy.lint.worker", extra: dict | None = None,
+                on_done, module: str = "migrations_policy.lint.sandbox.worker", extra: dict | None = None,
                 partial: bool = True, spawned: Spawned | None = None) -> tuple[set[int], str]:
     """Run *tasks* in one worker (*module*, its job completed by *extra*); ``on_done(index, hits, internal, ...)``
     per verdict, once the worker has ended (``channel.Ledger`` checks every frame first).
@@ -109,7 +109,7 @@ def _run_worker(tasks: list[tuple[int, Path, str]], options: Options, workers: i
     a worker that ended early are passed on only when *partial*.  A worker whose channel carried frames it did
     not send (a script wrote into it): ``MP000`` for every script started in it, none of its verdicts passed on.
     """
-    from migrations_policy.lint.limits import wall_limit
+    from migrations_policy.lint.sandbox.limits import wall_limit
 
     silence = wall_limit(options.timeout) + GRACE if options.timeout > 0 else None
     ledger = Ledger({index: printable_path(str(path)) for index, path, _ in tasks})

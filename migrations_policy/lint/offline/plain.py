@@ -15,7 +15,7 @@ its module and its ``upgrade()`` run is one of:
   ``postgresql.JSONB``, ``sa.func.now()``) or ``op.f(...)``.
 
 Such a script cannot loop, read a file, change the interpreter's state or end the process:
-the worker analyses it itself, without forking a child for it (``lint.worker``), and its
+the worker analyses it itself, without forking a child for it (``lint.sandbox.worker``), and its
 verdict is the one a child would send (the same ``engine.analyse``).  Anything else -- and
 any surprise while analysing it -- goes to a forked child as before.
 """

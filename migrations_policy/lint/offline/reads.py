@@ -56,7 +56,7 @@ def watch() -> list:
 
 def dependencies(opened: list, script: str) -> list[tuple[str, str]]:
     """``(path, sha256 or ABSENT)`` of the files in *opened* the verdict of *script* depends on."""
-    from migrations_policy.lint.loader import _installed_prefixes
+    from migrations_policy.lint.offline.loader import _installed_prefixes
 
     if len(opened) > MAX_FILES:
         return [TOO_MANY]

@@ -24,10 +24,10 @@ from typing import Any
 
 from migrations_policy.policy import model as m
 from migrations_policy.policy.sql import from_sql
-from migrations_policy.lint.loader import is_local_file
-from migrations_policy.lint.missing import is_missing
-from migrations_policy.lint.recorder import Recording, recording
-from migrations_policy.lint.unimported import ClassRef, module_aliases, unimported_helper, unimported_method
+from migrations_policy.lint.offline.loader import is_local_file
+from migrations_policy.lint.offline.missing import is_missing
+from migrations_policy.lint.offline.recorder import Recording, recording
+from migrations_policy.lint.offline.unimported import ClassRef, module_aliases, unimported_helper, unimported_method
 
 MAX_DEPTH = 8
 MAX_LOOP = 1000
@@ -508,7 +508,7 @@ def _parameters(fn: ast.FunctionDef) -> dict[str, Any]:
     """What a framework passes to ``upgrade(op, tables, ...)`` (``fakes.argument``), by parameter name."""
     from alembic import op
 
-    from migrations_policy.lint.fakes import argument
+    from migrations_policy.lint.offline.fakes import argument
 
     names = [a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
     return {name: argument(name, op) for name in names}

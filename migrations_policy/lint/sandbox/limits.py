@@ -1,4 +1,4 @@
-"""The limits of a forked child (``lint.worker``, ``lint.replay.worker``): CPU time, wall-clock time, memory, and
+"""The limits of a forked child (``lint.sandbox.worker``, ``lint.replay.worker``): CPU time, wall-clock time, memory, and
 its end with the worker's.
 
 ``lint_timeout`` is CPU time (``limit_cpu``): a loaded machine slows a script down without costing it its verdict;

@@ -1,6 +1,6 @@
 """What the lint worker does itself, before or instead of forking a child per script (issue 28: CI speed).
 
-* ``plain(path, options)``: a plain script (``lint.plain``) is analysed in the worker, ``in_worker``, with
+* ``plain(path, options)``: a plain script (``lint.offline.plain``) is analysed in the worker, ``in_worker``, with
   the verdict a child would send; any surprise sends it to a child after all.
 * ``batch(tasks, phase, options)``: in a child the worker forks for a batch of scripts: each plain one is
   analysed there (``in_worker``), the others are handed back with the modules they import; the worker forks
@@ -16,12 +16,12 @@ import sys
 
 
 def plain(path: str, options):
-    """``(source, code)`` when the worker analyses *path* itself (``lint.plain``): no plugin is configured
+    """``(source, code)`` when the worker analyses *path* itself (``lint.offline.plain``): no plugin is configured
     (a custom operation runs the project's code) and the script can only call alembic operations with literal
     arguments; else None."""
     if options.plugins.configured or options.plugins.found:
         return None
-    from migrations_policy.lint.plain import MAX_BYTES, plain_tree
+    from migrations_policy.lint.offline.plain import MAX_BYTES, plain_tree
 
     try:
         with open(path, "rb") as fh:
@@ -104,13 +104,13 @@ def preimport(wanted, options) -> None:
     import importlib
     import importlib.util
 
-    from migrations_policy.lint.loader import is_local_file, sandbox
+    from migrations_policy.lint.offline.loader import is_local_file, sandbox
 
     wanted = sorted(set(wanted) - set(sys.modules))
     if not wanted:
         return
 
-    from migrations_policy.lint.limits import within
+    from migrations_policy.lint.sandbox.limits import within
 
     try:
         with within(options.timeout), sandbox():

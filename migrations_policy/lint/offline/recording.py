@@ -1,6 +1,6 @@
 """``Recording``: the operations recorded from one run of ``upgrade()``, each with its line in the script.
 
-Filled by ``lint.recorder`` (alembic's ops as a script runs) and by ``lint.static`` (a plain script read
+Filled by ``lint.offline.recorder`` (alembic's ops as a script runs) and by ``lint.static`` (a plain script read
 without running it): one place decides the flags an operation gets (``in_batch``, ``autocommit``), how a
 name that is not a string is read, and when a batch block recreates its table.  Imports neither alembic nor
 SQLAlchemy.

@@ -1,9 +1,9 @@
 """The worker process: each script is analysed in a child forked from a clean state, which it can kill.
 
-Started by ``parallel`` as ``python -m migrations_policy.lint.worker`` (a fresh
+Started by ``parallel`` as ``python -m migrations_policy.lint.sandbox.worker`` (a fresh
 interpreter: the same module state whoever starts it).  It reads one job from stdin
 (marshal: options, number of concurrent children, ``(index, path, phase)`` tasks),
-imports the modules that register the project's custom operations (``lint.plugins``;
+imports the modules that register the project's custom operations (``lint.offline.plugins``;
 a configured one that fails ends the run with ``("plugin error", message)``, else
 ``("plugins imported",)`` is sent), imports what the analysis needs once (alembic,
 SQLAlchemy *including* ``sqlalchemy.orm``, the engine, the rules, the policy), then
@@ -46,10 +46,10 @@ import sys
 import time
 from collections import deque
 
-from migrations_policy.lint.limits import (die_with_worker, libc, limit_cpu, limit_memory, out_of_cpu, wall_limit,
+from migrations_policy.lint.sandbox.limits import (die_with_worker, libc, limit_cpu, limit_memory, out_of_cpu, wall_limit,
                                           within)
-from migrations_policy.lint.prefork import batch, batch_answers, batches, imported_names, in_worker, plain, preimport
-from migrations_policy.lint.reads import dependencies, watch
+from migrations_policy.lint.sandbox.prefork import batch, batch_answers, batches, imported_names, in_worker, plain, preimport
+from migrations_policy.lint.offline.reads import dependencies, watch
 
 # Bound before any script runs: a script that replaces them in its child cannot silence the child.
 _dumps, _write, _exit, _fork = marshal.dumps, os.write, os._exit, os.fork
@@ -101,7 +101,8 @@ def _prepare(options, sample: bool = True) -> None:
             pass
         _import_alembic()
         from migrations_policy.policy.sql_lexer import _plain_word
-        from migrations_policy.lint import astscan, engine, fakes, recorder, rules  # noqa: F401
+        from migrations_policy.lint import engine, rules  # noqa: F401
+        from migrations_policy.lint.offline import astscan, fakes, recorder  # noqa: F401
 
         rules.all_rules()
         _plain_word("SELECT")
@@ -144,7 +145,7 @@ def _for_children() -> None:
     the worker's state, so all of them find the same): ``sqlalchemy.orm`` -- a script that uses ``sa.orm``
     without importing it runs, as under a real ``env.py`` that imports the project's models, whatever the other
     scripts imported -- and ``gate.operations`` (``op.require_data_migrations()``, as our env.py registers it).
-    A plain script (``lint.plain``: alembic's own operations, SQLAlchemy's schema and type constructors, resolved
+    A plain script (``lint.offline.plain``: alembic's own operations, SQLAlchemy's schema and type constructors, resolved
     in the worker's state) needs neither."""
     if _CHILDREN_READY:
         return
@@ -163,11 +164,11 @@ _PLUGIN_MODULES: list[tuple[str, str]] = []
 
 
 def _import_plugins(options) -> str | None:
-    """Import the modules that register custom operations (``lint.plugins``), within the time limit;
+    """Import the modules that register custom operations (``lint.offline.plugins``), within the time limit;
     the one-line error of a configured one that fails."""
     if not (options.plugins.configured or options.plugins.found):
         return None
-    from migrations_policy.lint.plugins import import_plugins
+    from migrations_policy.lint.offline.plugins import import_plugins
 
     before = set(sys.modules)
     with within(options.timeout):
@@ -221,7 +222,7 @@ def _child(write_fd: int, path: str, phase: str, options, worker: int, run=_anal
         limit_memory(options.memory_limit)
         limit_cpu(options.timeout)
         before = set(sys.modules)
-        opened = watch()  # the files the script reads: its cache entry depends on them (lint.reads)
+        opened = watch()  # the files the script reads: its cache entry depends on them (lint.offline.reads)
         try:
             hits, *more = run(path, phase, options)
             depends = (_local_modules(before, path) + dependencies(opened, path) + _PLUGIN_MODULES
@@ -230,7 +231,7 @@ def _child(write_fd: int, path: str, phase: str, options, worker: int, run=_anal
         except BaseException as exc:  # noqa: BLE001 - escaped the engine: a bug of the linter
             import traceback
 
-            from migrations_policy.lint.loader import one_line
+            from migrations_policy.lint.offline.loader import one_line
 
             payload = _dumps(([], (one_line(exc), traceback.format_exc()), []))
     except BaseException:  # noqa: BLE001 - nothing to say: the parent reports the silent exit
@@ -252,7 +253,7 @@ def _local_modules(before: set[str], script: str) -> list[tuple[str, str]]:
     """(path, sha256) of the modules the script imported that are not installed ones: the project's own helpers."""
     import hashlib
 
-    from migrations_policy.lint.loader import is_local_file
+    from migrations_policy.lint.offline.loader import is_local_file
 
     found = []
     for name in sorted(set(sys.modules) - before):
@@ -389,7 +390,7 @@ def start(job: dict):
     """The worker's ``Options`` from *job* (``parallel._run_worker``'s), its plugins imported and
     its analysis prepared; None when a configured plugin failed (the ``plugin error`` frame is sent)."""
     from migrations_policy.lint.options import Options
-    from migrations_policy.lint.plugins import Plugins
+    from migrations_policy.lint.offline.plugins import Plugins
 
     options = Options(dialects=tuple(job["dialects"]), postgresql_version=job["postgresql_version"],
                       timeout=job["timeout"], url=job["url"], memory_limit=job["memory_limit"],

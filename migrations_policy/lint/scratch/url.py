@@ -17,8 +17,8 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from migrations_policy.core.engines import _first_line, connection_error, open_engine
 from migrations_policy.core.urls import mask_text, mask_url, parse_url
 from migrations_policy.core.errors import DatabaseError
-from migrations_policy.lint.loader import LoadError, line_in
-from migrations_policy.lint.recorder import record_online
+from migrations_policy.lint.offline.loader import LoadError, line_in
+from migrations_policy.lint.offline.recorder import record_online
 
 #: Exceptions (by class name) of SQLAlchemy that are the database's answer, not the script's own bug.
 _DATABASE_ANSWERS = ("NoSuchTableError", "NoReferencedTableError", "NoReferencedColumnError")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 
-from migrations_policy.lint.loader import is_local_file
+from migrations_policy.lint.offline.loader import is_local_file
 
 
 def module_aliases(tree: ast.Module) -> dict[str, str]:
@@ -179,8 +179,8 @@ def _load(module: str, path: str, tree: ast.Module, fn: ast.FunctionDef, line: i
     """``(fn, namespace)``: *module* (file *path*, *tree*) loaded statement by statement, *fn*'s lines at *line*."""
     import types
 
-    from migrations_policy.lint.loader import one_line
-    from migrations_policy.lint.missing import Notes, load_partially
+    from migrations_policy.lint.offline.loader import one_line
+    from migrations_policy.lint.offline.missing import Notes, load_partially
 
     namespace = types.ModuleType(module)
     namespace.__file__ = path

@@ -9,7 +9,7 @@ stable interface: ``{"findings": [{"path", "line", "code", "severity", "message"
 from __future__ import annotations
 
 from migrations_policy import __version__
-from migrations_policy.lint.report import ERROR, RULES_URL, LintReport, rule_url
+from migrations_policy.lint.output.report import ERROR, RULES_URL, LintReport, rule_url
 
 FORMATS = ("text", "json", "github", "sarif", "junit")
 INFORMATION_URI = f"{RULES_URL}/index.rst"
