@@ -115,8 +115,23 @@ class Planner:
                 self.plan.contract_tail.append(op)
             else:
                 self._place(op, classify.describe(op), None)
+        self._backfills_yield_to_copies()
         self._sync_triggers_last()
         return self.plan
+
+    def _backfills_yield_to_copies(self) -> None:
+        """A column copied into (a rename, guessed or not) that also becomes NOT NULL gets two
+        migrations writing it.  The backfill fills only what the copy leaves NULL (its source NULL
+        too) and is listed after it: otherwise its value landed first on every row written before
+        expand, the copy found nothing pending, and the sync trigger carried the value back into
+        the old column, overwriting what the previous release wrote in both."""
+        copies = {(s.table, s.column): s for s in self.plan.stubs if s.kind == stubs.COPY}
+        for stub in self.plan.stubs:
+            copy = copies.get((stub.table, stub.column))
+            if stub.kind == stubs.BACKFILL and copy is not None:
+                stub.source = copy.source
+                stub.types.setdefault(copy.source, copy.types.get(copy.source))
+        self.plan.stubs.sort(key=lambda s: s.kind == stubs.BACKFILL and (s.table, s.column) in copies)
 
     def _sync_triggers_last(self) -> None:
         """Expand creates the sync triggers after every other change: a SQLite table rebuild

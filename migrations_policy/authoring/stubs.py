@@ -47,7 +47,7 @@ class Stub:
     table: str
     key: str
     column: str  # the column written
-    source: str = ""  # copy: the column read
+    source: str = ""  # copy: the column read; backfill: the column a copy fills this one from
     guessed: bool = False  # copy: a drop + add autogenerate cannot tell from a rename
     parent_table: str = ""  # orphans
     parent_columns: list[str] = field(default_factory=list)
@@ -169,12 +169,19 @@ def render_stub(stub: Stub) -> str:
         ])
     if stub.kind == BACKFILL:
         fill = f"FILL_IN_{_ident(stub.name).upper()}"
+        pending = f"{t}.c[{stub.column!r}].is_(None)"
+        copied = []
+        if stub.source:  # a copy fills this column too: only what it leaves NULL is ours
+            pending = f"sa.and_({pending}, {t}.c[{stub.source!r}].is_(None))"
+            copied = [f"# {stub.column!r} is copied from {stub.source!r} too: this fills only the rows where both are",
+                      "# NULL, never a value the copy brings (nor, through the sync trigger, the old column)."]
         return "\n".join([
             f"# {stub.table}.{stub.column} becomes NOT NULL in contract: give existing NULL rows a value.",
             f"# FILL IN: a constant or a Core expression (e.g. {t}.c.other_column).  Until you do,",
             "# loading this module fails, naming this line, and the contract gate refuses.",
+            *copied,
             f"{fill} = FILL_IN({f'the value for NULL rows of {stub.table}.{stub.column}'!r})",
-        ] + _declaration(stub, f"{t}.c[{stub.column!r}].is_(None)", f"{{{stub.column!r}: {fill}}}"))
+        ] + _declaration(stub, pending, f"{{{stub.column!r}: {fill}}}"))
     if stub.kind == DUPLICATES:
         return _render_duplicates(stub)
     if stub.kind == MOVE:

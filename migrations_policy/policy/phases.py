@@ -17,6 +17,8 @@ _PHASE = {
     # both releases' values fit the wider column; what it costs is per dialect (rewrite or not)
     m.WIDEN_VARCHAR: m.EXPAND,
     m.SET_NOT_NULL: m.CONTRACT,
+    # the previous release's inserts may leave the column to its default (NOT NULL: they fail without it)
+    m.DROP_DEFAULT: m.CONTRACT,
     m.INSERT: m.DATA, m.UPDATE: m.DATA, m.DELETE: m.DATA, m.TRUNCATE: m.DATA,
     **{kind: m.CONTRACT for kind in m.DROPS},
     **{kind: m.MULTI_STEP for kind in m.RENAMES | m.TYPE_CHANGES},
@@ -35,6 +37,7 @@ _ALTERNATIVE = {
     m.ALTER_TYPE: "add a new column of the new type in expand, migrate values online, drop the old column in contract",
     m.CONVERT_CHARSET: "add new columns with the new character set, migrate values online, drop the old ones in contract",
     m.SET_NOT_NULL: "backfill online, then set NOT NULL in contract (PostgreSQL: after a validated CHECK (col IS NOT NULL))",
+    m.DROP_DEFAULT: "drop it in a contract script: the previous release's inserts may rely on it",
     m.ADD_COLUMN: "add it nullable or with a constant server_default; backfill in an online data migration",
     m.UPDATE: "move the data change into an online data migration (batched, resumable)",
     m.DELETE: "move the data change into an online data migration (batched, resumable)",

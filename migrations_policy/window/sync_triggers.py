@@ -15,9 +15,12 @@ and the contract that drops the old column removes them first::
 new (Core expressions over ``sa.column(name)`` of the table; default: the other
 column as it is).  What the triggers do, row by row:
 
-* INSERT: a NULL new column with a non-NULL old one gets ``up``; a NULL old
-  column with a non-NULL new one gets ``down`` (release N+1 may write only the
-  new column);
+* INSERT: a NULL new column with a non-NULL old one gets ``up``; a non-NULL new
+  column gives the old one ``down`` (release N+1 writes only the new column; the old
+  one may hold just its server default, which must not win over what N+1 wrote, nor
+  be copied over it later by the data migration).  So the new column has no server
+  default while the pair is synced (the split sets it in contract): a non-NULL new
+  value on INSERT is always release N+1's;
 * UPDATE: only the side the writer changed is copied: the old column changed
   and the new did not -> new := ``up``; the reverse -> old := ``down``; a
   statement that sets both (release N+1 writing both) is left alone.  So the
@@ -165,7 +168,10 @@ def _conditions(pair: SyncPair, dialect: Dialect) -> dict[str, str]:
     new_old, new_new = _Row("NEW", pair.old), _Row("NEW", pair.new)
     return {
         "insert_up": _sql(sa.and_(new_new.is_(None), new_old.is_not(None)), dialect),
-        "insert_down": _sql(sa.and_(new_old.is_(None), new_new.is_not(None)), dialect),
+        # A non-NULL new column on INSERT is release N+1's write (release N never writes it, and
+        # it has no server default while the pair is synced): it wins over the old column,
+        # which may hold only its server default (release N+1 does not write it).
+        "insert_down": _sql(new_new.is_not(None), dialect),
         "update_up": _sql(sa.and_(pair.changed(pair.old), sa.not_(pair.changed(pair.new))), dialect),
         "update_down": _sql(sa.and_(pair.changed(pair.new), sa.not_(pair.changed(pair.old))), dialect),
         "up": _sql(pair.up_on(), dialect),
