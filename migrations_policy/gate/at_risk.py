@@ -239,16 +239,20 @@ class _Judge:
         from migrations_policy.gate.drop_guard import _batch_drops
         from migrations_policy.policy.sql import from_sql
 
+        from migrations_policy.gate.routines import runs_routine
+
         try:
             operations = from_sql(statement, (self.connection.dialect.name,))
-        except Exception:  # noqa: BLE001 - a statement the knowledge base cannot read destroys nothing it knows of
-            return []
+        except Exception:  # noqa: BLE001 - what the knowledge base cannot read, no count can name
+            return [(UNCOUNTABLE, statement)]
         tables = [o for o in operations if o.kind == m.DROP_TABLE]
         found = destroying(o for o in operations if o.kind != m.DROP_TABLE)
         if tables and self.connection.dialect.name == "sqlite":
             found += _batch_drops(self.connection, tables)  # batch mode: the columns the new shape lacks
         elif tables:
             found += destroying(tables)
+        if runs_routine(self.connection, statement):  # code the text does not show (``routines``)
+            found.append((UNCOUNTABLE, statement))
         return list(dict.fromkeys(found))
 
     def before(self, statement: str) -> None:

@@ -6,8 +6,9 @@ and ``meta`` loses nothing) and, on PostgreSQL, may fill a column of an enum typ
 Release 2's ``downgrade()`` keeps the example's statements and gains one more, drawn per dialect
 and placed at random: a ``DELETE`` of release 2's nodes (``op.execute`` text or Core, a
 data-modifying ``WITH``, ``exec_driver_sql``, the DB-API cursor, MariaDB's multi-table form), an
-``UPDATE`` that blanks their names, a ``TRUNCATE``, or ``DROP TYPE ... CASCADE`` (which takes the
-column of that type with it).  None of these is a drop of a named column or table, and each
+``UPDATE`` that blanks their names, a ``TRUNCATE``, ``DROP TYPE ... CASCADE`` (which takes the
+column of that type with it), or a routine that deletes them, run by ``CALL`` or from a query
+(created by the downgrade, or left in the database by release 2).  None of these is a drop of a named column or table, and each
 destroys what release 2 wrote.  By a random route (``dbsync rollback``, ``dbsync rollback --to
 r1_inventory``, plain ``alembic downgrade``), the rows must survive: the run refused (exit 4 for
 dbsync), every row and value release 2 wrote still there; and the way forward the refusal names
@@ -54,6 +55,28 @@ def _forms(dialect: str) -> dict[str, str]:
     if dialect != "sqlite":  # a statement reading another table (MariaDB: LOCK TABLES would refuse it)
         forms["delete_subquery"] = (f'op.execute("DELETE FROM nodes WHERE id > {ROWS} AND id NOT IN '
                                     '(SELECT node_id FROM ports WHERE node_id IS NOT NULL)")')
+    # Code the statement's text does not show: a routine (created by the downgrade, or one release 2
+    # left in the database) that deletes release 2's nodes, run by CALL or from a query.
+    if dialect == "postgresql":
+        body = f"DELETE FROM nodes WHERE id > {ROWS}"
+        forms["routine_select_sql"] = (
+            f'op.execute("CREATE FUNCTION rt3_purge() RETURNS bigint LANGUAGE sql AS $f$ {body} RETURNING 1 $f$")\n'
+            'op.execute("SELECT count(*) FROM (SELECT rt3_purge()) AS x")')
+        forms["routine_select_plpgsql"] = (
+            f'op.execute("CREATE FUNCTION rt3_purge() RETURNS void LANGUAGE plpgsql AS $f$ BEGIN {body}; END $f$")\n'
+            'op.execute(sa.select(sa.func.rt3_purge()))')
+        forms["routine_call"] = (
+            f'op.execute("CREATE PROCEDURE rt3_purge() LANGUAGE sql AS $f$ {body} $f$")\n'
+            'op.execute("CALL rt3_purge()")')
+        forms["routine_left_by_release_2"] = 'op.execute("SELECT public.rt3_left()")'
+    if dialect == "mysql":
+        body = f"DELETE FROM nodes WHERE id > {ROWS}"
+        forms["routine_call"] = (f'op.execute("CREATE PROCEDURE rt3_purge() {body}")\n'
+                                 'op.execute("CALL rt3_purge()")')
+        forms["routine_select"] = (
+            f'op.execute("CREATE FUNCTION rt3_purge() RETURNS INT MODIFIES SQL DATA BEGIN {body}; RETURN 1; END")\n'
+            'op.execute("SELECT rt3_purge()")')
+        forms["routine_left_by_release_2"] = 'op.execute("SET @gone = rt3_left()")'
     if dialect == "sqlite":
         forms["replace"] = (f'op.execute("REPLACE INTO nodes (id, uuid, provision_state) '
                             f'SELECT id, uuid, provision_state FROM nodes WHERE id > {ROWS}")')
@@ -88,6 +111,11 @@ def _release_2_writes(app, rng: random.Random) -> None:
             conn.execute(sa.text("ALTER TABLE nodes ADD COLUMN mood rt2_mood"))
             conn.execute(sa.text(f"UPDATE nodes SET mood = 'busy' WHERE id > {ROWS}"))
             conn.execute(sa.text("CREATE TABLE rt2_notes (id integer PRIMARY KEY)"))
+            conn.execute(sa.text(f"CREATE FUNCTION rt3_left() RETURNS void LANGUAGE plpgsql AS "
+                                 f"$f$ BEGIN DELETE FROM nodes WHERE id > {ROWS}; END $f$"))
+        if app.engine.dialect.name in ("mysql", "mariadb"):  # a routine of release 2's own
+            conn.execute(sa.text(f"CREATE FUNCTION rt3_left() RETURNS INT MODIFIES SQL DATA "
+                                 f"BEGIN DELETE FROM nodes WHERE id > {ROWS}; RETURN 1; END"))
 
 
 def _written(app) -> dict:
