@@ -264,11 +264,16 @@ def _create(cur: _Cursor, base: m.Operation) -> list[m.Operation]:
         cur.accept("ONLY")
         return [base.with_(kind=m.CREATE_INDEX, table=cur.name(), name=name, unique=unique,
                            concurrently=concurrently, fulltext=fulltext)]
+    replaces = False
     while cur.peek().is_("TEMP", "TEMPORARY", "UNLOGGED", "GLOBAL", "LOCAL", "OR", "REPLACE"):
+        replaces = replaces or cur.peek().is_("REPLACE")
         cur.i += 1
     if cur.accept("TABLE"):
         cur.accept("IF", "NOT", "EXISTS")
-        return [base.with_(kind=m.CREATE_TABLE, table=cur.name())]
+        table = cur.name()
+        created = base.with_(kind=m.CREATE_TABLE, table=table)
+        # MariaDB's CREATE OR REPLACE TABLE drops the table (and its rows) first
+        return [base.with_(kind=m.DROP_TABLE, table=table), created] if replaces else [created]
     return [base.with_(kind=m.OTHER)]
 
 
@@ -468,12 +473,13 @@ def _operations(sql: str, readings: tuple[Reading | None, ...]) -> tuple[m.Opera
 
 
 def may_drop_table(sql: str) -> bool:
-    """False only when *sql* cannot drop a table under any reading: ``DROP`` is a keyword, which no
-    server spells other than with those four letters in a row (comments, quotes and escapes separate or
+    """False only when *sql* cannot drop a table under any reading: ``DROP`` (or ``REPLACE``) is a
+    keyword, which no server spells other than with its letters in a row (comments, quotes and escapes separate or
     wrap tokens, never build one).  The sync keeper asks it before lexing every statement a migration
     executes (``from_sql`` then decides); most of them are DML with placeholders, which the lexer's
-    fast path does not take."""
-    return "DROP" in sql.upper()
+    fast path does not take.  MariaDB's ``CREATE OR REPLACE TABLE`` drops one too (``REPLACE``)."""
+    text = sql.upper()
+    return "DROP" in text or "REPLACE" in text
 
 
 #: Set by ``noting_divergence``: the dialects to compare with, and whether a text read differently for one.

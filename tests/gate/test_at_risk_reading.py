@@ -37,6 +37,7 @@ CASES = [
     ("mysql", "ALTER TABLE {t} ENGINE=BLACKHOLE", [("nodes", R)]),
     ("mysql", "ALTER TABLE {t} TRUNCATE PARTITION p0", [("nodes", R)]),
     ("mysql", "DROP DATABASE reports", [(U, None)]),
+    ("mysql", "CREATE OR REPLACE TABLE {t} (id INT PRIMARY KEY)", [("nodes", None)]),
     ("sqlite", "INSERT OR REPLACE INTO {t} (id) VALUES (1)", [("nodes", R)]),
     ("sqlite", "DELETE FROM {t}", [("nodes", R)]),
     # keep every row: never counted

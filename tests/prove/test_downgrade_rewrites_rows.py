@@ -77,6 +77,7 @@ def _forms(dialect: str) -> dict[str, str]:
             f'op.execute("CREATE FUNCTION rt3_purge() RETURNS INT MODIFIES SQL DATA BEGIN {body}; RETURN 1; END")\n'
             'op.execute("SELECT rt3_purge()")')
         forms["routine_left_by_release_2"] = 'op.execute("SET @gone = rt3_left()")'
+        forms["create_or_replace"] = 'op.execute("CREATE OR REPLACE TABLE rt3_notes (id INT PRIMARY KEY)")'
     if dialect == "sqlite":
         forms["replace"] = (f'op.execute("REPLACE INTO nodes (id, uuid, provision_state) '
                             f'SELECT id, uuid, provision_state FROM nodes WHERE id > {ROWS}")')
@@ -116,6 +117,8 @@ def _release_2_writes(app, rng: random.Random) -> None:
         if app.engine.dialect.name in ("mysql", "mariadb"):  # a routine of release 2's own
             conn.execute(sa.text(f"CREATE FUNCTION rt3_left() RETURNS INT MODIFIES SQL DATA "
                                  f"BEGIN DELETE FROM nodes WHERE id > {ROWS}; RETURN 1; END"))
+            conn.execute(sa.text("CREATE TABLE rt3_notes (id INT PRIMARY KEY)"))
+            conn.execute(sa.text("INSERT INTO rt3_notes (id) VALUES (1), (2), (3)"))
 
 
 def _written(app) -> dict:
@@ -124,7 +127,10 @@ def _written(app) -> dict:
         columns = ["id", "uuid", "name", "extra", "mood"]
         rows = conn.execute(sa.select(*[sa.column(c) if c in present else sa.literal("<gone>") for c in columns])
                             .select_from(sa.table("nodes")).where(sa.column("id") > ROWS).order_by(sa.column("id"))).all()
-        return {r[0]: tuple(str(v) for v in r[1:]) for r in rows}
+        written = {r[0]: tuple(str(v) for v in r[1:]) for r in rows}
+        if "rt3_notes" in sa.inspect(conn).get_table_names():  # MariaDB: a table of release 2's own
+            written["rt3_notes"] = conn.execute(sa.text("SELECT count(*) FROM rt3_notes")).scalar_one()
+        return written
 
 
 def test_a_downgrade_deleting_or_rewriting_rows_is_judged(tmp_path, db_url, backend, capsys):
@@ -140,7 +146,8 @@ def test_a_downgrade_deleting_or_rewriting_rows_is_judged(tmp_path, db_url, back
         forget_example_modules()
         _release_2_writes(app, rng)
         written = _written(app)
-        assert len(written) == NEW and all(v[1] != "None" for v in written.values()), written
+        nodes = {k: v for k, v in written.items() if isinstance(k, int)}
+        assert len(nodes) == NEW and all(v[1] != "None" for v in nodes.values()), written
         capsys.readouterr()
         code, output = _roll_back(app, route, capsys)
         assert _written(app) == written, (seed, label, route, code, output)
