@@ -272,14 +272,16 @@ def pending_migrations(connection: Connection, registry: Iterable[DataMigration]
     """
     registry = list(registry)
     states = ledger.read(connection)
-    complete = _install_where_complete(connection, registry, states) if remember and not exact else set()
+    complete = _install_where_complete(connection, registry, states, stop_at_pending) \
+        if remember and not exact else set()
     inspector = sa.inspect(connection)
     with index_lookups(connection), one_row_plans(connection) if not exact else nullcontext():
         return _pending_migrations(connection, registry, exact, stop_at_pending, states, inspector, remember,
                                    complete)
 
 
-def _install_where_complete(connection: Connection, registry: list[DataMigration], states: dict) -> set[str]:
+def _install_where_complete(connection: Connection, registry: list[DataMigration], states: dict,
+                            stop_at_pending: bool) -> set[str]:
     """The mark triggers of the migrations whose triggers are missing and that have nothing pending
     (``completion``: a pending migration gets none, they would only tax its writes).  Probed on a
     connection of its own, closed before installing (MariaDB: a read holds the table's metadata
@@ -288,9 +290,16 @@ def _install_where_complete(connection: Connection, registry: list[DataMigration
     missing = completion.missing(connection, registry)
     if not missing:
         return set()
+    if stop_at_pending:  # the order the call probes in: it stops at the first pending one
+        missing.sort(key=lambda m: states.get(m.name, {}).get("state") == ledger.COMPLETE)
+    complete = []
     with connection.engine.connect() as probe:
         with index_lookups(probe), one_row_plans(probe):
-            complete = [m for m in missing if not has_pending(probe, m, states.get(m.name, {}).get("last_key"))]
+            for migration in missing:
+                if not has_pending(probe, migration, states.get(migration.name, {}).get("last_key")):
+                    complete.append(migration)
+                elif stop_at_pending:
+                    break
     for migration in complete:
         completion.install(connection.engine, migration)
     if connection.in_transaction() and connection.dialect.name == "sqlite":
