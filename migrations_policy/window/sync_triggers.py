@@ -18,9 +18,12 @@ column as it is).  What the triggers do, row by row:
 * INSERT: a NULL new column with a non-NULL old one gets ``up``; a non-NULL new
   column gives the old one ``down`` (release N+1 writes only the new column; the old
   one may hold just its server default, which must not win over what N+1 wrote, nor
-  be copied over it later by the data migration).  So the new column has no server
-  default while the pair is synced (the split sets it in contract): a non-NULL new
-  value on INSERT is always release N+1's;
+  be copied over it later by the data migration).  That holds where the new column
+  has no server default (the split never gives the new side of a pair one); where it
+  has (a pair written by hand; read from the catalog when the triggers are created),
+  a non-NULL new value may be that default, and only a NULL old column gets ``down``.
+  Where both have one, no rule can tell a write from a default: ``create_sync_trigger``
+  refuses (``SyncPairRefused``);
 * UPDATE: only the side the writer changed is copied: the old column changed
   and the new did not -> new := ``up``; the reverse -> old := ``down``; a
   statement that sets both (release N+1 writing both) is left alone.  So the
@@ -48,11 +51,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from alembic.operations import MigrateOperation, Operations
+from alembic.util import CommandError
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import ColumnElement
@@ -99,6 +103,9 @@ class SyncPair:
     new: str
     up: Any = None
     down: Any = None
+    #: the new column has a server default (read from the catalog when the triggers are created):
+    #: a non-NULL new value on INSERT may then be that default, not release N+1's write
+    new_has_default: bool = False
 
     @property
     def name(self) -> str:
@@ -171,7 +178,10 @@ def _conditions(pair: SyncPair, dialect: Dialect) -> dict[str, str]:
         # A non-NULL new column on INSERT is release N+1's write (release N never writes it, and
         # it has no server default while the pair is synced): it wins over the old column,
         # which may hold only its server default (release N+1 does not write it).
-        "insert_down": _sql(new_new.is_not(None), dialect),
+        # Where the new column has a server default of its own (a pair written by hand), a non-NULL
+        # new value may be that default: only a NULL old one is filled then.
+        "insert_down": _sql(sa.and_(new_old.is_(None), new_new.is_not(None)) if pair.new_has_default
+                            else new_new.is_not(None), dialect),
         "update_up": _sql(sa.and_(pair.changed(pair.old), sa.not_(pair.changed(pair.new))), dialect),
         "update_down": _sql(sa.and_(pair.changed(pair.new), sa.not_(pair.changed(pair.old))), dialect),
         "up": _sql(pair.up_on(), dialect),
@@ -348,9 +358,27 @@ class DropSyncTriggerOp(MigrateOperation):
         return CreateSyncTriggerOp(self.pair.table, self.pair.old, self.pair.new)
 
 
+class SyncPairRefused(CommandError):
+    """Both columns of a pair have a server default: on INSERT neither side's value can be told
+    from its default, so the triggers could copy a default over what a release wrote."""
+
+    def __init__(self, pair: SyncPair):
+        super().__init__(
+            f"create_sync_trigger refused: {pair.table}.{pair.old} and {pair.table}.{pair.new} both have a server "
+            f"default, so an INSERT cannot tell a write from a default; add {pair.new!r} without one in expand and "
+            "give it its default in contract, once the triggers are gone")
+
+
 @Operations.implementation_for(CreateSyncTriggerOp)
 def _create(operations: Operations, operation: CreateSyncTriggerOp) -> None:
-    for statement in create_statements(operation.pair, operations.get_context().dialect):
+    context, pair = operations.get_context(), operation.pair
+    if not context.as_sql:  # offline (--sql): the split's pairs, whose new column has no default
+        columns = {c["name"].lower(): c for c in sa.inspect(context.connection).get_columns(pair.table)}
+        defaults = [(columns.get(name.lower()) or {}).get("default") is not None for name in (pair.old, pair.new)]
+        if all(defaults):
+            raise SyncPairRefused(pair)
+        pair = replace(pair, new_has_default=defaults[1])
+    for statement in create_statements(pair, context.dialect):
         operations.execute(statement)
 
 
