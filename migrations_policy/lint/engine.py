@@ -85,8 +85,10 @@ def _record_all(module, source: str, upgrade, path: Path, options: Options, hits
             if isinstance(exc, MemoryError):
                 raise exc
             dependent = dependent or recording.dialect_asked  # a helper may ask what the script does not mention
-            if refuses(exc, filename) and not (len(notes.touched) > touched or notes.failed):
-                refused[dialect] = (line_in(exc, filename), one_line(exc))  # nothing of that run is judged
+            if refuses(exc, filename) and not (len(notes.touched) > touched or notes.failed or needs_database(exc)
+                                               or recording.inspected or recording.mode_asked):
+                # (only where its error is its own: else, as below, its source is read) nothing of that run is judged
+                refused[dialect] = (line_in(exc, filename), one_line(exc))
                 continue
             _unknown_operations(recording, hits)
             if isinstance(exc, ImportError) and not len(notes.touched) > touched:
