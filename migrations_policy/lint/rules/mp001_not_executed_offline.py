@@ -18,7 +18,8 @@ dialect, such as ``raise NotImplementedError(f"Unsupported engine: {engine_name}
 project that supports MySQL and SQLite only -- is linted for the dialects it runs on, and
 this warning names each dialect it refuses (``not linted for postgresql``).  Refusing every
 dialect linted is ``MP000``, as is any other exception; a ``NotImplementedError`` raised
-elsewhere (alembic, SQLAlchemy, a helper module) is not the script's refusal.
+elsewhere (alembic, SQLAlchemy, a helper module), or after the script inspected the (empty,
+offline) database, is not taken for a refusal: its source is read, as above.
 
 ## Why is this bad
 Operations that depend on what the live database contains (``if "x" in columns:``)
