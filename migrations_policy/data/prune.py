@@ -38,7 +38,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql import ColumnElement, TableClause
 
 from migrations_policy.core.errors import ConfigError, PolicyError
-from migrations_policy.data.declare import NAME_PATTERN, Batch, DataMigration, Registry
+from migrations_policy.data.declare import NAME_PATTERN, Batch, DataMigration, Registry, refuse_schema
 from migrations_policy.data import yielding
 from migrations_policy.data.references import Reference, read_references, reference_idents
 
@@ -73,6 +73,7 @@ class Prune:
             raise ConfigError(f"{what}: table must be sa.table(...) or a Table with the key column {self.key!r}")
         if not isinstance(self.where, sa.ColumnElement):
             raise ConfigError(f"{what}: where must be a SQLAlchemy Core expression")
+        refuse_schema(what, [self.table, self.where])
 
     @property
     def ledger_name(self) -> str:
@@ -123,6 +124,9 @@ class PruneMigration(DataMigration):
     #: gate judge, and its own run always probes what remains.  Its triggers would cost one row
     #: trigger per deleted row (MariaDB), and per application write to the table ever after.
     remembers_completion = False
+    #: Its referencing tables of other schemas come from the catalog (the ``Prune`` itself was
+    #: refused a schema when declared).
+    schemas_from_catalog = True
     #: Every statement of its batch goes through ``yielding.execute`` (MariaDB: no session SETs).
     carries_lock_wait: bool = False
     after_batch: Callable[[Connection], None] | None = None
