@@ -262,7 +262,7 @@ def pending_migrations(connection: Connection, registry: Iterable[DataMigration]
 
     *remember* (``status`` and ``check``, which report): a completion proven since the last
     write to what the predicate reads is not probed again (``completion``); the mark triggers
-    are installed where missing and the completions this call proves recorded (in transactions
+    are installed where missing once nothing is pending, and the completions this call proves recorded (in transactions
     of their own, on other connections: never in the caller's, which may be a migration's).
     Without it (the gate of an upgrade, the drop guard, the next release's expand: every
     judgement that lets a statement destroy or strand data) no proof is read: the proofs and
@@ -271,17 +271,45 @@ def pending_migrations(connection: Connection, registry: Iterable[DataMigration]
     data go is recounted live, like the ledger, which is never a proof either.
     """
     registry = list(registry)
-    if remember and not exact:  # before any probe reads a table (MariaDB: its metadata lock)
-        completion.install_missing(connection, registry)
     states = ledger.read(connection)
+    complete = _install_where_complete(connection, registry, states, stop_at_pending) \
+        if remember and not exact else set()
     inspector = sa.inspect(connection)
     with index_lookups(connection), one_row_plans(connection) if not exact else nullcontext():
-        return _pending_migrations(connection, registry, exact, stop_at_pending, states, inspector, remember)
+        return _pending_migrations(connection, registry, exact, stop_at_pending, states, inspector, remember,
+                                   complete)
+
+
+def _install_where_complete(connection: Connection, registry: list[DataMigration], states: dict,
+                            stop_at_pending: bool) -> set[str]:
+    """The mark triggers of the migrations whose triggers are missing and that have nothing pending
+    (``completion``: a pending migration gets none, they would only tax its writes).  Probed on a
+    connection of its own, closed before installing (MariaDB: a read holds the table's metadata
+    lock until its transaction ends, and ``CREATE TRIGGER`` waits for it).  The names found
+    complete: this call reports them without probing again (its next call proves)."""
+    missing = completion.missing(connection, registry)
+    if not missing:
+        return set()
+    if stop_at_pending:  # the order the call probes in: it stops at the first pending one
+        missing.sort(key=lambda m: states.get(m.name, {}).get("state") == ledger.COMPLETE)
+    complete = []
+    with connection.engine.connect() as probe:
+        with index_lookups(probe), one_row_plans(probe):
+            for migration in missing:
+                if not has_pending(probe, migration, states.get(migration.name, {}).get("last_key")):
+                    complete.append(migration)
+                elif stop_at_pending:
+                    break
+    for migration in complete:
+        completion.install(connection.engine, migration)
+    if connection.in_transaction() and connection.dialect.name == "sqlite":
+        connection.commit()  # reads only: let the installer's writes be seen
+    return {m.name for m in complete}
 
 
 def _pending_migrations(connection: Connection, registry: Iterable[DataMigration], exact: bool,
                         stop_at_pending: bool, states: dict, inspector: Any,
-                        remember: bool = False) -> list[PendingMigration]:
+                        remember: bool = False, complete: set[str] = frozenset()) -> list[PendingMigration]:
     found = []
     snap = None
     migrations = list(registry)
@@ -297,6 +325,9 @@ def _pending_migrations(connection: Connection, registry: Iterable[DataMigration
         state = row.get("state", ledger.NEVER_RUN)
         if exact:
             found.append(PendingMigration(migration.name, count_pending(connection, migration), state))
+            continue
+        if migration.name in complete:  # probed a moment ago, its triggers installed since
+            found.append(PendingMigration(migration.name, 0, state))
             continue
         if not remember:  # a judgement that lets data go: recounted live, never remembered
             proof = None

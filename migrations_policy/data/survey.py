@@ -47,10 +47,8 @@ class Survey:
                                         "source came back empty, and copying it again would overwrite what it copied")
                 return
             conn.rollback()
-            if m.remembers_completion:  # before any batch: what this run leaves is then remembered
-                completion.install(engine, m)
-            else:  # keeps no proof (a prune): mark triggers an older release installed only cost writes
-                completion.uninstall(engine, m)
+            if not m.remembers_completion:  # a prune: mark triggers an older release installed only
+                completion.uninstall(engine, m)  # cost writes (the others: installed at the end, if done)
             resume = cursor_value(conn, m, self.ledger_key) if state in ledger.RESUMABLE else None
             with index_lookups(conn), one_row_plans(conn):
                 low, high, density, resumed = self._survey(conn, resume)
@@ -127,7 +125,8 @@ class Survey:
                     report.remaining_after, report.remaining_after_estimated = remaining(
                         conn, self.migration, self.ledger_key, self.run.exact)
                     if report.remaining_after == 0 and proof is not None:
-                        completion.remember(engine, self.migration, proof)
+                        conn.rollback()  # (MariaDB: the probe's metadata lock would hold off the triggers)
+                        completion.remember(engine, self.migration, proof)  # installs them where missing
                     nulls = null_keyed(conn, self.migration)
                     if nulls and report.state != ledger.ERROR:
                         m = self.migration
