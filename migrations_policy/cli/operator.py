@@ -232,8 +232,18 @@ OPERATOR_COMMANDS.append(CommandSpec(
 ))
 
 
+def _configure_prune(parser: argparse.ArgumentParser) -> None:
+    _configure_online_data_migrations(parser)
+    parser.add_argument("--dry-run", action="store_true",
+                        help="count, per prune, the rows a run would delete now and those it would keep "
+                             "(referenced); delete nothing, lock no row (a count as of the read)")
+
+
 def _run_prune(args: argparse.Namespace) -> commands.Result:
     from migrations_policy.data.report import choose_progress
+
+    if args.dry_run:
+        return commands.prune(_project(args), dry_run=True, migrations=args.migration)
 
     progress = choose_progress(getattr(args, "progress", "auto"), sys.stderr, getattr(args, "progress_interval", 5.0),
                                label="prune")
@@ -247,14 +257,14 @@ def _run_prune(args: argparse.Namespace) -> commands.Result:
 OPERATOR_COMMANDS.append(CommandSpec(
     "prune",
     "delete the rows the project declares prunable, in batches, children first",
-    _configure_online_data_migrations,
+    _configure_prune,
     _run_prune,
     description="Delete the rows of each Prune declared in the data_migrations modules (soft-deleted before a "
                 "date, say), optionally copying them to a shadow table first, on the data-migration runner: "
                 "the same batches, throttling, ledger, report and exit codes; --migration selects prunes by "
                 "name. Rows another table still references are kept and reported.",
     exit_codes={
-        0: "every prune is complete",
+        0: "every prune is complete (--dry-run: counted)",
         1: "--max-count reached and rows remain: run again",
         2: "invalid arguments (nothing runs), or a prune failed (the others still ran), or a configuration or "
            "database error (one line on stderr)",

@@ -21,7 +21,7 @@ _NAMES = {
         ".status_check"),
     **dict.fromkeys(
         ("upgrade", "UpgradeResult", "stamp", "rollback", "RollbackResult", "online_data_migrations",
-         "DataMigrationsResult", "prune", "PruneResult", "plan", "init", "adopt", "check_models", "revision"),
+         "DataMigrationsResult", "prune", "PruneResult", "PruneDryRunResult", "plan", "init", "adopt", "check_models", "revision"),
         ".dbsync"),
     **dict.fromkeys(("history", "HistoryResult", "current", "CurrentResult"), ".revision_log"),
     "lint": ".lint_command",

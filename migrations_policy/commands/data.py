@@ -120,22 +120,39 @@ def undeclared_requirements(project: Project, registry: Registry, connection: An
             for name, revisions in missing.items()]
 
 
-def prune_for_project(project: Project, **options: Unpack[BatchOptions]) -> tuple[RunReport, dict[str, int]]:
-    """``dbsync prune``: the project's ``Prune`` declarations (in its data_migrations modules),
-    children first, on the data-migration runner.  *migrations* selects prunes by name."""
+def _project_prunes(project: Project, wanted: list[str]) -> list[Any]:
+    """The project's ``Prune`` declarations (in its data_migrations modules); *wanted* selects by name."""
     from migrations_policy.data.discovery import _import
-    from migrations_policy.data.prune import prunes_in, run_prunes
+    from migrations_policy.data.prune import prunes_in
 
-    if list(options.get("options", ())):
-        raise UsageError("--option does not apply to prune", exit_code=EXIT_USAGE)
     prunes = prunes_in(_import(module, "data_migrations") for module in project.settings.data_migrations)
-    wanted = list(options.get("migrations", ()))
     unknown = set(wanted) - {p.name for p in prunes}
     if unknown:
         known = ", ".join(p.name for p in prunes) or "none declared"
         raise UsageError(f"unknown prune(s): {', '.join(sorted(unknown))} (known: {known})", exit_code=EXIT_USAGE)
-    if wanted:
-        prunes = [p for p in prunes if p.name in wanted]
+    return [p for p in prunes if p.name in wanted] if wanted else prunes
+
+
+def prune_dry_run_for_project(project: Project, migrations: Iterable[str] = ()) -> list[Any]:
+    """``dbsync prune --dry-run``: per prune, what a run would delete now (``data.prune.dry_run``)."""
+    from migrations_policy.data.prune import dry_run
+
+    prunes = _project_prunes(project, list(migrations))
+    if not prunes:
+        return []
+    with project.connect():
+        pass  # one-line error now if the database cannot be reached
+    return dry_run(project.engine, prunes)
+
+
+def prune_for_project(project: Project, **options: Unpack[BatchOptions]) -> tuple[RunReport, dict[str, int]]:
+    """``dbsync prune``: the project's ``Prune`` declarations (in its data_migrations modules),
+    children first, on the data-migration runner.  *migrations* selects prunes by name."""
+    from migrations_policy.data.prune import run_prunes
+
+    if list(options.get("options", ())):
+        raise UsageError("--option does not apply to prune", exit_code=EXIT_USAGE)
+    prunes = _project_prunes(project, list(options.get("migrations", ())))
     run_options = _run_options(project, {**options, "migrations": ()})
     if not prunes:
         return RunReport(max_count=run_options.max_count), {}

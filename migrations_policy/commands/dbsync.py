@@ -254,12 +254,36 @@ class PruneResult(DataMigrationsResult):
         return "\n".join([self.report.text(), *kept])
 
 
-def prune(project: Project, **options: Unpack[BatchOptions]) -> PruneResult:
+@dataclass
+class PruneDryRunResult(Result):
+    """``dbsync prune --dry-run``: per prune, the rows a run would delete, counted as of the read."""
+
+    counts: list[Any] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"dry_run": True, "prunes": [
+            {"name": c.name, "table": c.table, "would_delete": c.would_delete, "kept_referenced": c.kept_referenced,
+             "lower_bound": c.lower_bound} for c in self.counts]}
+
+    def text(self) -> str:
+        if not self.counts:
+            return "no prunes are declared (Prune objects in the data_migrations modules)"
+        lines = [f"{c.name}: {c.table}: {'at least ' if c.lower_bound else ''}{c.would_delete:,} row(s) would be "
+                 f"deleted; {c.kept_referenced:,} kept (another table still references them)" for c in self.counts]
+        lines.append("dry run: counted as of this read, nothing deleted; rows written meanwhile change what a "
+                     "run deletes")
+        return "\n".join(lines)
+
+
+def prune(project: Project, dry_run: bool = False,
+          **options: Unpack[BatchOptions]) -> PruneResult | PruneDryRunResult:
     """Delete the rows the project declares prunable, in batches, children first (``data/prune.py``).
     Keyword arguments as ``online_data_migrations`` (``migrations`` selects prunes by name;
-    ``options`` does not apply)."""
-    from migrations_policy.commands.data import prune_for_project
+    ``options`` does not apply).  *dry_run*: count what a run would delete now, delete nothing."""
+    from migrations_policy.commands.data import prune_dry_run_for_project, prune_for_project
 
+    if dry_run:
+        return PruneDryRunResult(counts=prune_dry_run_for_project(project, options.get("migrations", ())))
     report, kept = prune_for_project(project, **options)
     return PruneResult(exit_code=report.exit_code, report=report, kept=kept)
 

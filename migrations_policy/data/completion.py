@@ -251,6 +251,8 @@ def read(conn: Connection, migration: DataMigration, inspector: Any = None, snap
     inspector = inspector or sa.inspect(conn)
     snap = snap or snapshot(conn, inspector)
     fingerprint = _fingerprint(conn, migration, inspector, snap)
+    if fingerprint is None:
+        return _NO
     if not snap.ready:
         return _NO._replace(fingerprint=fingerprint)
     marks = snap.marks.get(migration.name, ())
@@ -261,13 +263,44 @@ def read(conn: Connection, migration: DataMigration, inspector: Any = None, snap
     return Proof(valid, fingerprint, marks, installed)
 
 
-def _fingerprint(conn: Connection, migration: DataMigration, inspector: Any, snap: Snapshot) -> str:
+#: MariaDB / MySQL 8: InnoDB's identity of each table.  ``TRUNCATE`` re-creates the table and runs no
+#: ``DELETE`` trigger (so leaves no mark): a ``NOT EXISTS`` over the truncated table, or a predicate
+#: true for no row left, would then stand on a proof of rows that are gone.  The new table has a new
+#: ``TABLE_ID``, which the fingerprint holds.  Reading it needs the PROCESS privilege (as the prune's
+#: references do): without it no completion is remembered (probed every time).
+_INNODB_IDS = {"mariadb": "SELECT name, table_id FROM information_schema.INNODB_SYS_TABLES WHERE name IN :names",
+               "mysql": "SELECT name, table_id FROM information_schema.INNODB_TABLES WHERE name IN :names"}
+
+
+def _identities(conn: Connection, tables: list[str]) -> list | None:
+    """The tables' InnoDB identities (MariaDB/MySQL; ``[]`` elsewhere); None when they cannot be read."""
+    if _dialect(conn) != "mysql" or not tables:
+        return []
+    database = conn.execute(sa.text("SELECT DATABASE()")).scalar()
+    names = {f"{database}/{t}".lower(): t for t in tables}
+    query = sa.text(_INNODB_IDS["mariadb" if conn.dialect.name == "mariadb" or getattr(
+        conn.dialect, "is_mariadb", False) else "mysql"]).bindparams(sa.bindparam("names", expanding=True))
+    try:
+        with conn.begin_nested() if conn.in_transaction() else nullcontext():
+            found = {name.lower(): table_id for name, table_id in conn.execute(query, {"names": list(names)})}
+    except sa.exc.DBAPIError:  # no PROCESS privilege, or no such table in this server version
+        return None
+    if set(found) != set(names):  # a name InnoDB encodes differently (or a table of another engine)
+        return None
+    return sorted(found.items())
+
+
+def _fingerprint(conn: Connection, migration: DataMigration, inspector: Any, snap: Snapshot) -> str | None:
+    """What a proof judged; None when it cannot be told (then nothing is remembered)."""
     pending = str(migration.pending.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True}))
     tables = _tables(migration, snap)
     columns = {t: [(c["name"], str(c["type"]), c.get("nullable"), str(c.get("default")))
                    for c in inspector.get_columns(t)] if inspector.has_table(t) else None for t in tables}
+    identities = _identities(conn, [t for t in tables if columns[t] is not None])
+    if identities is None:
+        return None
     return _digest(conn.dialect.name, migration.name, pending, columns,
-                   [trigger_name(migration.name, t) for t in tables])
+                   [trigger_name(migration.name, t) for t in tables], *([identities] if identities else []))
 
 
 # -- writing: triggers, proofs ------------------------------------------------------------

@@ -50,6 +50,36 @@ NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,99}$")
 MigrateFunction = Callable[[Connection, "Batch"], "int | None"]
 
 
+def schema_qualified(elements: Iterable[Any]) -> list[str]:
+    """``schema.table`` of every table named with a schema in *elements* (tables and Core expressions)."""
+    found: dict[str, None] = {}
+    for element in elements:
+        if not isinstance(element, sa.sql.ClauseElement):
+            continue
+        for part in [element, *sa.sql.visitors.iterate(element)]:
+            table = part if isinstance(part, TableClause) else getattr(part, "table", None)
+            while isinstance(table, sa.sql.selectable.Alias):
+                table = table.element
+            if isinstance(table, TableClause) and table.schema is not None:
+                found[f"{table.schema}.{table.name}"] = None
+    return list(found)
+
+
+def refuse_schema(what: str, elements: Iterable[Any]) -> None:
+    """A table named with a schema is refused (fail closed): every reading the framework makes of a
+    table -- whether it exists, which foreign keys point at it, its completion marks, its lock --
+    is made in the connection's default schema by the table's bare name.  So a table of another
+    schema (PostgreSQL) or database (MariaDB/MySQL) was read as a table of the default one: a prune
+    deleted rows its real referencing tables hold (and their ``ON DELETE`` actions cascaded), a
+    data migration was "inapplicable" and skipped, and the global contract rule passed it."""
+    qualified = schema_qualified(elements)
+    if qualified:
+        raise ConfigError(f"{what}: table {', '.join(qualified)} is named with a schema; data migrations and "
+                          "prunes read tables in the connection's default schema only: name the table "
+                          "without schema= and point the connection's default schema (PostgreSQL search_path, "
+                          "MariaDB/MySQL database) at it")
+
+
 @dataclass(frozen=True, eq=False)
 class DataMigration:
     """One online data migration.
@@ -96,6 +126,10 @@ class DataMigration:
     #: proof after a probe that found nothing pending), for ``status``, ``check`` and the runner.
     #: A prune's is not (``prune.PruneMigration``): nothing reads it.
     remembers_completion: ClassVar[bool] = True
+    #: The tables of other schemas in its expressions were read from the catalog by the framework
+    #: (a prune's referencing tables, ``prune.as_migration``), not named by a project: only those
+    #: are let through ``refuse_schema``.
+    schemas_from_catalog: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         where = f"data migration {self.name!r}"
@@ -107,6 +141,8 @@ class DataMigration:
             object.__setattr__(self, "key", self.key.name)
         if self.key not in self.table.c:
             raise ConfigError(f"{where}: key column {self.key!r} is not a column of {self.table.name}")
+        if not self.schemas_from_catalog:
+            refuse_schema(where, [self.table, self.pending, *(self.values or {}).values()])
         if (self.values is None) == (self.migrate is None):
             raise ConfigError(f"{where}: give exactly one of values= (set-based) or migrate= (a function)")
         if self.values is None and self.pending is None:

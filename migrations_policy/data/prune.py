@@ -30,15 +30,16 @@ nodes), so a parent whose children this run deleted goes in the same run.
 from __future__ import annotations
 
 import dataclasses
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql import ColumnElement, TableClause
 
 from migrations_policy.core.errors import ConfigError, PolicyError
-from migrations_policy.data.declare import NAME_PATTERN, Batch, DataMigration, Registry
+from migrations_policy.data.declare import NAME_PATTERN, Batch, DataMigration, Registry, refuse_schema
 from migrations_policy.data import yielding
 from migrations_policy.data.references import Reference, read_references, reference_idents
 
@@ -73,6 +74,7 @@ class Prune:
             raise ConfigError(f"{what}: table must be sa.table(...) or a Table with the key column {self.key!r}")
         if not isinstance(self.where, sa.ColumnElement):
             raise ConfigError(f"{what}: where must be a SQLAlchemy Core expression")
+        refuse_schema(what, [self.table, self.where])
 
     @property
     def ledger_name(self) -> str:
@@ -123,6 +125,9 @@ class PruneMigration(DataMigration):
     #: gate judge, and its own run always probes what remains.  Its triggers would cost one row
     #: trigger per deleted row (MariaDB), and per application write to the table ever after.
     remembers_completion = False
+    #: Its referencing tables of other schemas come from the catalog (the ``Prune`` itself was
+    #: refused a schema when declared).
+    schemas_from_catalog = True
     #: Every statement of its batch goes through ``yielding.execute`` (MariaDB: no session SETs).
     carries_lock_wait: bool = False
     after_batch: Callable[[Connection], None] | None = None
@@ -281,3 +286,81 @@ def run_prunes(engine: Engine, prunes: list[Prune], options: Any, progress: Any 
             if remaining_budget <= 0:
                 break
     return combined, kept
+
+
+# -- dbsync prune --dry-run -------------------------------------------------------------------
+@dataclass(frozen=True)
+class WouldDelete:
+    """What a prune's run would do, counted as of the dry run's read."""
+
+    name: str
+    table: str
+    would_delete: int
+    #: Prunable rows kept because a row that stays references them (``kept_referenced`` of a run).
+    kept_referenced: int
+    #: References among the prunes of one level (a table referencing itself, a cycle) counted as staying.
+    lower_bound: bool = False
+
+
+def _tally(condition: ColumnElement[bool]) -> ColumnElement[int]:
+    """The rows for which *condition* is true (NULL: not counted)."""
+    return sa.func.coalesce(sa.func.sum(sa.case((condition, 1), else_=0)), 0)
+
+
+@contextmanager
+def _one_read(engine: Engine) -> Iterator[Connection]:
+    """One snapshot for every count (PostgreSQL, MariaDB/MySQL: REPEATABLE READ), plain reads (no row
+    locks), rolled back at the end: nothing is written."""
+    with engine.connect() as conn:
+        if conn.dialect.name != "sqlite":
+            conn = conn.execution_options(isolation_level="REPEATABLE READ")
+        with conn.begin() as transaction:
+            try:
+                yield conn
+            finally:
+                transaction.rollback()
+
+
+def dry_run(engine: Engine, prunes: list[Prune]) -> list[WouldDelete]:
+    """What ``run_prunes`` would delete, per prune, with no writer meanwhile: counted, nothing deleted.
+
+    A prune's rows go when prunable (``where``, a non-NULL key: batches never select a NULL one) and
+    no row that stays references them.  The run goes children first, so a referencing table pruned
+    in an earlier level keeps only the rows its own prune would not take (its rows that go are
+    composed into the parent's count, level by level); every other referencing row stays.
+    References among the prunes of one level (a table referencing itself, a cycle) count as staying:
+    the run may still take such a row when the batch of the row referencing it ran first, so for
+    those the count is a lower bound (``lower_bound``)."""
+    found: list[WouldDelete] = []
+    with _one_read(engine) as conn:
+        going: dict[str, tuple[Prune, sa.Select]] = {}  # table: its prune, the keys it would delete
+        for level in children_first(prunes, conn):
+            in_level = {p.table.name for p in level}
+            decided = {}
+            for prune in level:
+                references = _references(conn, prune.table.name)
+                stays, lower = [], False
+                for reference in references:
+                    missing = [r for r in reference.referred if r not in prune.table.c]
+                    if missing:
+                        raise ConfigError(f"prune {prune.name!r}: {reference.name} references {prune.table.name}."
+                                          f"{', '.join(missing)}: name that column in the prune's table")
+                    child_prune = going.get(reference.table) if reference.schema is None else None
+                    names = [*reference.columns] + ([child_prune[0].key] if child_prune else [])
+                    child = sa.table(reference.table, *(sa.column(c) for c in dict.fromkeys(names)),
+                                     schema=reference.schema).alias()
+                    match = [child.c[c] == prune.table.c[r] for c, r in zip(reference.columns, reference.referred)]
+                    if child_prune is not None:  # a child row its own prune takes first does not keep it
+                        match.append(~sa.func.coalesce(child.c[child_prune[0].key].in_(child_prune[1]), sa.false()))
+                    lower = lower or (reference.schema is None and reference.table in in_level)
+                    stays.append(sa.exists().where(*match))
+                free = sa.not_(sa.or_(*stays)) if stays else sa.true()
+                key = prune.table.c[prune.key]
+                goes = sa.and_(prune.where, key.is_not(None), free)
+                counted = conn.execute(sa.select(_tally(goes), _tally(sa.and_(prune.where, sa.not_(free))))
+                                       .select_from(prune.table)).one()
+                found.append(WouldDelete(prune.name, prune.table.name, int(counted[0] or 0), int(counted[1] or 0),
+                                         lower))
+                decided[prune.table.name] = (prune, sa.select(key).where(goes))
+            going.update(decided)
+    return found

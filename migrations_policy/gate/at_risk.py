@@ -310,6 +310,20 @@ class DriverDropRefused(CommandError):
                          "rollback) or -x migrations_policy_force=REASON (alembic downgrade)")
 
 
+class ScriptCommitRefused(DriverDropRefused):
+    """SQLite: a downgrade ended its revision's transaction through the driver (sqlite3's
+    ``executescript`` COMMITs it before the script runs; a script's own COMMIT or ROLLBACK):
+    refused, forced or not, so the revision is reverted whole or not at all."""
+
+    def __init__(self, revision: str, verbs: list[str]):  # noqa: D107 - CommandError's message only
+        CommandError.__init__(self, (
+            f"downgrade refused: revision {revision} ends its transaction part-way through the database "
+            f"driver ({' and '.join(verbs)}: sqlite3's executescript commits the open transaction before "
+            "its script), where a later failure would leave the revision partly reverted with no journal "
+            "to resume from; nothing was reverted. Send each statement with op.execute (--force does not "
+            "change this)"))
+
+
 class _DriverWatch:
     """``raw_paths.Watch`` for a downgrade: a statement sent to the driver directly (a DB-API cursor,
     psycopg's ``execute``, PyMySQL's ``query``) is judged by the same :class:`_Judge`, under the same
@@ -319,11 +333,15 @@ class _DriverWatch:
 
     #: SQLite: also told of DELETE/UPDATE statements (``raw_paths.ROWS``), refused like drops
     watches_rows = True
+    #: SQLite: a COMMIT/ROLLBACK SQLAlchemy did not send is refused (``raw_paths``), forced or not
+    keeps_transaction = True
 
     def __init__(self, judge: _Judge):
         self.judge = judge
+        self.connection = judge.connection
         self.sqlalchemy_depth = 0
         self.refused: list[Target] = []
+        self.transaction_ends: list[str] = []
 
     def passing(self) -> bool:
         return self.judge.busy or self.sqlalchemy_depth > 0
@@ -342,7 +360,12 @@ class _DriverWatch:
         self.refused.extend(gone)
         return bool(gone)
 
+    def refuse_transaction_end(self, verb: str) -> None:
+        self.transaction_ends.append(verb)
+
     def refusal(self) -> DriverDropRefused | None:
+        if self.transaction_ends:  # first: the rows a script would then delete were never reached
+            return ScriptCommitRefused(self.judge.revision, list(dict.fromkeys(self.transaction_ends)))
         return DriverDropRefused(self.judge.revision, list(dict.fromkeys(self.refused))) if self.refused else None
 
 

@@ -13,7 +13,10 @@ SQLAlchemy's statements (``drop_guard``) and refuses before the database acts:
   (``SQLITE_DROP_TABLE``, ``SQLITE_ALTER_TABLE`` with the column for a DROP COLUMN),
   and, to a watch that sets ``watches_rows`` (a downgrade's), every ``DELETE``/``UPDATE``
   while it prepares a statement, whatever sent it: ``execute``, ``executescript``,
-  any cursor.  A RENAME (table or column) and an ADD COLUMN name no column: they
+  any cursor.  A watch that sets ``keeps_transaction`` (a downgrade's) is also told of a
+  COMMIT or ROLLBACK not sent by SQLAlchemy (sqlite3's ``executescript`` COMMITs the
+  revision's transaction before its script), which is refused: the revision stays one
+  transaction, applied whole or not at all.  A RENAME (table or column) and an ADD COLUMN name no column: they
   count as changing the whole table.
 * psycopg 3: the connection's ``cursor_factory`` becomes a subclass of it that
   judges ``execute``/``executemany``/``stream`` (``connection.execute`` makes its
@@ -130,8 +133,20 @@ def statement_text(query: Any, context: Any = None) -> str:
 @contextlib.contextmanager
 def _sqlite_authorizer(driver: sqlite3.Connection, watch: Watch) -> Iterator[None]:
     rows_watched = getattr(watch, "watches_rows", False)
+    keeps_transaction = getattr(watch, "keeps_transaction", False)
+    ending = []  # SQLAlchemy's own COMMIT/ROLLBACK of the revision's transaction, about to be prepared
 
     def authorize(action: int, first: str | None, second: str | None, third: str | None, _: Any) -> int:
+        if action == sqlite3.SQLITE_TRANSACTION and keeps_transaction and first in ("COMMIT", "ROLLBACK"):
+            # sqlite3's executescript COMMITs the open transaction before its script, and a script may
+            # say COMMIT or ROLLBACK itself: the revision's transaction would end part-way, and a
+            # failure after it would leave the revision partly applied where SQLite keeps no journal.
+            # Only SQLAlchemy's own end of the transaction (its commit/rollback events) passes.
+            if ending:
+                ending.pop()
+                return sqlite3.SQLITE_OK
+            watch.refuse_transaction_end(first)
+            return sqlite3.SQLITE_DENY
         if watch.passing():
             return sqlite3.SQLITE_OK
         if action in (sqlite3.SQLITE_DROP_TABLE, sqlite3.SQLITE_DROP_TEMP_TABLE) and first:
@@ -148,11 +163,23 @@ def _sqlite_authorizer(driver: sqlite3.Connection, watch: Watch) -> Iterator[Non
         except Exception:  # noqa: BLE001 - cannot judge: fail closed
             return sqlite3.SQLITE_DENY
 
+    def sqlalchemy_ends(conn: Any) -> None:
+        if driver.in_transaction:  # sqlite3 prepares a COMMIT/ROLLBACK only then
+            ending[:] = [True]
+
+    connection = getattr(watch, "connection", None)
+    listening = keeps_transaction and connection is not None
+    if listening:
+        event.listen(connection, "commit", sqlalchemy_ends)
+        event.listen(connection, "rollback", sqlalchemy_ends)
     driver.set_authorizer(authorize)
     try:
         yield
     finally:
         driver.set_authorizer(None)
+        if listening:
+            event.remove(connection, "commit", sqlalchemy_ends)
+            event.remove(connection, "rollback", sqlalchemy_ends)
 
 
 # -- psycopg 3 ------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from migrations_policy.lint.offline.loader import (LoadError,
     compile_script,
     load_module,
     needs_database,
+    refuses,
     one_line,
     read_source,
     sandbox)
@@ -65,6 +66,7 @@ def _record_all(module, source: str, upgrade, path: Path, options: Options, hits
     notes = notes or Notes()
     filename = str(path)
     results: dict[str, list] = {}
+    refused: dict[str, tuple[int, str]] = {}  # dialect -> (line, error) of each dialect the script refuses itself
     tree = None  # parsed only for the source fallback
     # Recorded once for every dialect unless the script names its dialect, or reads SQL that one of them
     # reads differently (``$$`` quotes on PostgreSQL only): then each dialect's own recording.
@@ -83,6 +85,11 @@ def _record_all(module, source: str, upgrade, path: Path, options: Options, hits
             if isinstance(exc, MemoryError):
                 raise exc
             dependent = dependent or recording.dialect_asked  # a helper may ask what the script does not mention
+            if refuses(exc, filename) and not (len(notes.touched) > touched or notes.failed or needs_database(exc)
+                                               or recording.inspected or recording.mode_asked):
+                # (only where its error is its own: else, as below, its source is read) nothing of that run is judged
+                refused[dialect] = (line_in(exc, filename), one_line(exc))
+                continue
             _unknown_operations(recording, hits)
             if isinstance(exc, ImportError) and not len(notes.touched) > touched:
                 # an import inside upgrade() of a package that is not installed: its source is read
@@ -139,7 +146,13 @@ def _record_all(module, source: str, upgrade, path: Path, options: Options, hits
                        f"{f', {len(set(scan.unevaluated))} op call(s) read from literals only' if scan.unevaluated else ''}"
                        "; run with --replay (or --url SCRATCH_DB) to execute it")
             hits.append(Hit(line or 1, OFFLINE, message, dialect))
-        return results
+    if refused and not results:  # every dialect linted is refused: nothing could be analysed
+        line, error = next(iter(refused.values()))
+        raise LoadError(f"upgrade() raised {error}", line)
+    for dialect, (line, error) in refused.items():
+        hits.append(Hit(line or 1, OFFLINE, f"upgrade() refuses {dialect} itself (it raised {error}): not linted for "
+                        f"{dialect}, linted for {', '.join(results)}", dialect))
+    return results
 
 
 def _unknown_operations(recording, hits: list[Hit]) -> None:

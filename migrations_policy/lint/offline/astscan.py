@@ -19,8 +19,9 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 from migrations_policy.policy import model as m
 from migrations_policy.policy.sql import from_sql
@@ -300,7 +301,8 @@ class _Scanner:
             value = _UNKNOWN
             if manager is not _UNKNOWN and hasattr(manager, "__enter__"):
                 try:
-                    value = manager.__enter__()
+                    with self.at(node):
+                        value = manager.__enter__()
                     entered.append(manager)
                 except Exception:  # noqa: BLE001
                     value = _UNKNOWN
@@ -315,9 +317,19 @@ class _Scanner:
         finally:
             for manager in reversed(entered):
                 try:
-                    manager.__exit__(None, None, None)
+                    with self.at(node):  # (a batch block records its table's recreation as it exits)
+                        manager.__exit__(None, None, None)
                 except Exception:  # noqa: BLE001
                     pass
+
+    @contextmanager
+    def at(self, node: ast.stmt) -> Iterator[None]:
+        """What this reader calls itself (no frame of the script) is at *node*'s line."""
+        previous, self.rec.at = self.rec.at, node.lineno
+        try:
+            yield
+        finally:
+            self.rec.at = previous
 
     def call(self, node: ast.Call, env: dict[str, Any], depth: int) -> Any:
         func = node.func

@@ -109,6 +109,23 @@ def line_in(exc: BaseException, filename: str) -> int:
     return line
 
 
+def refuses(exc: BaseException | None, filename: str) -> bool:
+    """Whether *exc* is the script refusing to run (on the dialect at hand): a ``NotImplementedError`` raised by a
+    ``raise`` statement of *filename* itself -- its innermost frame, not alembic's, SQLAlchemy's, a helper module's
+    or a builtin's (zenml: ``raise NotImplementedError(f"Unsupported engine: {engine_name}")``)."""
+    if not isinstance(exc, NotImplementedError) or exc.__traceback__ is None:
+        return False
+    tb = exc.__traceback__
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    code = tb.tb_frame.f_code
+    if code.co_filename != filename:
+        return False
+    from opcode import opmap
+
+    return code.co_code[tb.tb_lasti] == opmap["RAISE_VARARGS"]
+
+
 def needs_database(exc: BaseException) -> bool:
     """Whether *exc* comes from offline mode's limits rather than from the script's own bug."""
     if str(getattr(type(exc), "__module__", "")).split(".")[0] in _LIBRARIES or type(exc).__name__ == "OfflineResultError":

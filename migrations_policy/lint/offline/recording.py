@@ -35,6 +35,9 @@ class Recording:
     dialect_asked: bool = False
     #: (what, line) of each call of an operation the linter does not know (what: ``op.NAME()`` and why).
     unknown: list[tuple[str, int]] = field(default_factory=list)
+    #: The line of the statement the source reader (``lint.offline.astscan``) is at, for what it calls from
+    #: no frame of the script (a ``with`` block's context manager, entered and exited by the reader); 0: none.
+    at: int = 0
     _batch: list[m.Operation] | None = None
 
     def line(self) -> int:
@@ -43,7 +46,7 @@ class Recording:
             if frame.f_code.co_filename == self.filename:
                 return frame.f_lineno
             frame = frame.f_back
-        return 0
+        return self.at
 
     def add(self, operations: list[m.Operation], line: int | None = None) -> None:
         line = self.line() if line is None else line

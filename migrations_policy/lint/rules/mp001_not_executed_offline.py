@@ -12,6 +12,15 @@ names of the others from their literal arguments (positional or keyword, such as
 ``table_name=``), and counts ORM session and ``table.update()`` / ``.delete()`` calls
 as DML.  This warning says what could not be executed and why.
 
+A script that refuses a dialect itself -- a ``raise NotImplementedError(...)`` statement of
+the script (in ``upgrade()`` or a function of its own) reached when it runs for that
+dialect, such as ``raise NotImplementedError(f"Unsupported engine: {engine_name}")`` in a
+project that supports MySQL and SQLite only -- is linted for the dialects it runs on, and
+this warning names each dialect it refuses (``not linted for postgresql``).  Refusing every
+dialect linted is ``MP000``, as is any other exception; a ``NotImplementedError`` raised
+elsewhere (alembic, SQLAlchemy, a helper module), or after the script inspected the (empty,
+offline) database, is not taken for a refusal: its source is read, as above.
+
 ## Why is this bad
 Operations that depend on what the live database contains (``if "x" in columns:``)
 are checked as if every branch ran; values computed from the database are unknown.

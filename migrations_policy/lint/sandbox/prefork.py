@@ -130,7 +130,9 @@ def preimport(wanted, options) -> None:
                     raise
                 except BaseException:  # noqa: BLE001 - the child meets it again and reports it
                     continue
-            if PREIMPORTED:  # the models they define: mapped once here, not on first use in every child
+            # the models they define: mapped once here, not on first use in every child (none was defined when the
+            # ORM was not executed: in a one-script job it is bound, executed on first use, ``worker._for_children``)
+            if PREIMPORTED and "sqlalchemy.orm.mapper" in sys.modules:
                 from sqlalchemy.orm import configure_mappers
 
                 try:

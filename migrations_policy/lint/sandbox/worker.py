@@ -91,6 +91,8 @@ def _prepare(options, sample: bool = True) -> None:
     from dataclasses import replace
     from pathlib import Path
 
+    if not sample:
+        _ORM_ON_FIRST_USE.append(True)
     gc.disable()
     try:
         import resource  # noqa: F401 - what every child uses (limit_memory, die_with_worker): once, here
@@ -138,6 +140,8 @@ def _import_alembic() -> None:
 
 
 _CHILDREN_READY: list = []
+#: Set by ``_prepare`` for a job of one or two scripts: ``sqlalchemy.orm`` is bound, executed on first use.
+_ORM_ON_FIRST_USE: list = []
 
 
 def _for_children() -> None:
@@ -146,17 +150,46 @@ def _for_children() -> None:
     without importing it runs, as under a real ``env.py`` that imports the project's models, whatever the other
     scripts imported -- and ``gate.operations`` (``op.require_data_migrations()``, as our env.py registers it).
     A plain script (``lint.offline.plain``: alembic's own operations, SQLAlchemy's schema and type constructors, resolved
-    in the worker's state) needs neither."""
+    in the worker's state) needs neither.  In a job of one or two scripts (pre-commit) ``sqlalchemy.orm`` is bound
+    without being executed (``_orm_on_first_use``): the child of a script that reaches for it executes it then."""
     if _CHILDREN_READY:
         return
     import gc
 
-    import sqlalchemy.orm  # noqa: F401 - see the docstring
+    if _ORM_ON_FIRST_USE:
+        _orm_on_first_use()
+    else:
+        import sqlalchemy.orm  # noqa: F401 - see the docstring
 
     from migrations_policy.gate import operations  # noqa: F401 - see the docstring
 
     _CHILDREN_READY.append(True)
     gc.freeze()
+
+
+def _orm_on_first_use() -> None:
+    """``sqlalchemy.orm`` in ``sys.modules`` and bound as ``sqlalchemy.orm``, as ``import sqlalchemy.orm`` leaves it,
+    but executed only when first used (``importlib.util.LazyLoader``: any attribute, ``from sqlalchemy.orm import X``,
+    ``import sqlalchemy.orm.session``) -- ~0.1 CPU-s that a one-script job pays only in the child of a script that
+    uses the ORM; the modules it then imports are the same.  What differs before that use: ``type(sa.orm)`` is
+    importlib's lazy module class (a ``types.ModuleType`` subclass).  Nothing is done when it is imported already."""
+    import importlib.util
+
+    import sqlalchemy
+
+    if "sqlalchemy.orm" in sys.modules:
+        return
+    spec = importlib.util.find_spec("sqlalchemy.orm")
+    if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+        import sqlalchemy.orm  # noqa: F401 - an unusual installation: imported as before
+
+        return
+    lazy = importlib.util.LazyLoader(spec.loader)
+    spec.loader = lazy
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["sqlalchemy.orm"] = module
+    lazy.exec_module(module)  # (puts the real loader back on the module and its spec)
+    sqlalchemy.orm = module  # type: ignore[attr-defined] - what the import system binds on the parent package
 
 
 #: (path, sha256) of the local modules the plugins imported: every script's result depends on them.
