@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import random
 import subprocess
 import sys
 import textwrap
@@ -24,6 +25,23 @@ target_metadata = runpy.run_path(str(Path(config.config_file_name).parent / "mod
 '''
 
 MODELS_HEADER = "import sqlalchemy as sa\nmetadata = sa.MetaData()\n"
+
+#: Models with a naming convention, so that autogenerate names every constraint and index (the drawn
+#: corpora: a generated drop must name what it drops on every backend).
+CONVENTION = '''
+metadata = sa.MetaData(naming_convention={
+    "ix": "ix_%(column_0_label)s", "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s", "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s"})
+'''
+
+
+def drawn_seeds(prefix: str, default: int = 3) -> list[int]:
+    """The seeds of a drawn test: ``PREFIX_SEED`` replays one, ``PREFIX_SEEDS`` sets how many are drawn."""
+    fixed = os.environ.get(f"{prefix}_SEED")
+    if fixed:
+        return [int(fixed)]
+    return [random.randrange(10**9) for _ in range(int(os.environ.get(f"{prefix}_SEEDS", str(default))))]
 
 
 class Workspace:

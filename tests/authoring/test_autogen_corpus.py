@@ -26,18 +26,9 @@ import sqlalchemy as sa
 
 from migrations_policy.core.errors import ConfigError
 
-from .conftest import let_data_go
+from .conftest import CONVENTION, drawn_seeds, let_data_go
 
-N_SEEDS = int(os.environ.get("MP_AUTOGEN_CORPUS_SEEDS", "3"))
-FIXED = os.environ.get("MP_AUTOGEN_CORPUS_SEED")
-SEEDS = [int(FIXED)] if FIXED else [random.randrange(10**9) for _ in range(N_SEEDS)]
-
-CONVENTION = '''
-metadata = sa.MetaData(naming_convention={
-    "ix": "ix_%(column_0_label)s", "uq": "uq_%(table_name)s_%(column_0_name)s",
-    "ck": "ck_%(table_name)s_%(constraint_name)s", "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-    "pk": "pk_%(table_name)s"})
-'''
+SEEDS = drawn_seeds("MP_AUTOGEN_CORPUS")
 
 
 class Kind:

@@ -24,7 +24,6 @@ replays one.
 from __future__ import annotations
 
 import decimal
-import os
 import random
 import re
 
@@ -32,18 +31,9 @@ import pytest
 import sqlalchemy as sa
 from alembic import command
 
-from .conftest import let_data_go
+from .conftest import CONVENTION, drawn_seeds, let_data_go
 
-N_SEEDS = int(os.environ.get("MP_AUTOGEN_DRAWN_SEEDS", "3"))
-FIXED = os.environ.get("MP_AUTOGEN_DRAWN_SEED")
-SEEDS = [int(FIXED)] if FIXED else [random.randrange(10**9) for _ in range(N_SEEDS)]
-
-CONVENTION = '''
-metadata = sa.MetaData(naming_convention={
-    "ix": "ix_%(column_0_label)s", "uq": "uq_%(table_name)s_%(column_0_name)s",
-    "ck": "ck_%(table_name)s_%(constraint_name)s", "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-    "pk": "pk_%(table_name)s"})
-'''
+SEEDS = drawn_seeds("MP_AUTOGEN_DRAWN")
 
 
 class Col:

@@ -44,6 +44,19 @@ def _allowed_module(name: str | None) -> bool:
     return bool(name) and name.split(".")[0] in _MODULES
 
 
+
+def _elements(node: ast.AST, depth: int, each) -> bool | None:
+    """A tuple, list, set or dict (no ``**`` entry) whose every element *each* accepts, or a negated
+    constant (``-1``, ``not 0``); None: *node* is none of these."""
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return all(each(e, depth + 1) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return all(k is not None and each(k, depth + 1) for k in node.keys) and all(
+            each(v, depth + 1) for v in node.values)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.Not)):
+        return isinstance(node.operand, ast.Constant)
+    return None
+
 class _Check:
     def __init__(self) -> None:
         self.modules: dict[str, str] = {}  # local name -> module path (``sa`` -> ``sqlalchemy``)
@@ -120,16 +133,9 @@ class _Check:
             return False
         if isinstance(node, ast.Constant):
             return True
-        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-            return all(self.literal(e, depth + 1) for e in node.elts)
-        if isinstance(node, ast.Dict):
-            return all(k is not None and self.literal(k, depth + 1) for k in node.keys) and all(
-                self.literal(v, depth + 1) for v in node.values)
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.Not)):
-            return isinstance(node.operand, ast.Constant)
         if isinstance(node, ast.Name):
             return node.id in ("None", "True", "False")
-        return False
+        return bool(_elements(node, depth, self.literal))
 
     # -- upgrade() --------------------------------------------------------------------------------------------
     def body(self, body: list[ast.stmt], batch: str | None = None) -> bool:
@@ -180,13 +186,9 @@ class _Check:
             return True
         if isinstance(node, ast.Name):
             return node.id in ("None", "True", "False") or node.id in self.constants or self.sqlalchemy(node)
-        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-            return all(self.value(e, depth + 1) for e in node.elts)
-        if isinstance(node, ast.Dict):
-            return all(k is not None and self.value(k, depth + 1) for k in node.keys) and all(
-                self.value(v, depth + 1) for v in node.values)
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.Not)):
-            return isinstance(node.operand, ast.Constant)
+        elements = _elements(node, depth, self.value)
+        if elements is not None:
+            return elements
         if isinstance(node, ast.Attribute):
             return self.sqlalchemy(node)
         if isinstance(node, ast.Call):
