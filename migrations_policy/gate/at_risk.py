@@ -311,16 +311,18 @@ class DriverDropRefused(CommandError):
 
 
 class ScriptCommitRefused(DriverDropRefused):
-    """SQLite: a downgrade ended its revision's transaction through the driver (sqlite3's
-    ``executescript`` COMMITs it before the script runs; a script's own COMMIT or ROLLBACK):
-    refused, forced or not, so the revision is reverted whole or not at all."""
+    """SQLite: a revision ended its transaction through the driver (sqlite3's ``executescript``
+    COMMITs it before the script runs; a script's own COMMIT or ROLLBACK): refused, forced or not,
+    so the revision is applied (or reverted) whole or not at all.  *upgrade*: an ``upgrade()``'s
+    (``gate.runtime``), else a ``downgrade()``'s."""
 
-    def __init__(self, revision: str, verbs: list[str]):  # noqa: D107 - CommandError's message only
+    def __init__(self, revision: str, verbs: list[str], upgrade: bool = False):  # noqa: D107
+        verb, done = ("upgrade", "applied") if upgrade else ("downgrade", "reverted")
         CommandError.__init__(self, (
-            f"downgrade refused: revision {revision} ends its transaction part-way through the database "
+            f"{verb} refused: revision {revision} ends its transaction part-way through the database "
             f"driver ({' and '.join(verbs)}: sqlite3's executescript commits the open transaction before "
-            "its script), where a later failure would leave the revision partly reverted with no journal "
-            "to resume from; nothing was reverted. Send each statement with op.execute (--force does not "
+            f"its script), where a later failure would leave the revision partly {done} with no journal "
+            f"to resume from; nothing was {done}. Send each statement with op.execute (--force does not "
             "change this)"))
 
 

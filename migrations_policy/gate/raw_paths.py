@@ -13,7 +13,8 @@ SQLAlchemy's statements (``drop_guard``) and refuses before the database acts:
   (``SQLITE_DROP_TABLE``, ``SQLITE_ALTER_TABLE`` with the column for a DROP COLUMN),
   and, to a watch that sets ``watches_rows`` (a downgrade's), every ``DELETE``/``UPDATE``
   while it prepares a statement, whatever sent it: ``execute``, ``executescript``,
-  any cursor.  A watch that sets ``keeps_transaction`` (a downgrade's) is also told of a
+  any cursor.  A watch that sets ``keeps_transaction`` (a downgrade's), or any watch inside
+  ``transaction_kept`` (an upgrade's: ``gate.runtime``), is also told of a
   COMMIT or ROLLBACK not sent by SQLAlchemy (sqlite3's ``executescript`` COMMITs the
   revision's transaction before its script), which is refused: the revision stays one
   transaction, applied whole or not at all.  A RENAME (table or column) and an ADD COLUMN name no column: they
@@ -130,10 +131,55 @@ def statement_text(query: Any, context: Any = None) -> str:
 
 
 # -- SQLite ---------------------------------------------------------------------------
+#: ``connection.info``: the keeper of the revision's transaction while ``transaction_kept`` runs.
+_KEEPER = "migrations_policy.transaction_keeper"
+
+
+class _Keeper:
+    """A watch that judges no statement and only keeps the transaction (``transaction_kept``)."""
+
+    keeps_transaction = True
+    watches_rows = False
+
+    def __init__(self, connection: Connection):
+        self.connection = connection
+        self.ends: list[str] = []
+
+    def passing(self) -> bool:
+        return True
+
+    def refuse_transaction_end(self, verb: str) -> None:
+        self.ends.append(verb)
+
+
+@contextlib.contextmanager
+def transaction_kept(connection: Connection) -> Iterator[list[str]]:
+    """SQLite (sqlite3): while the block runs a revision, a COMMIT or ROLLBACK SQLAlchemy did not
+    send is refused (sqlite3's ``executescript`` COMMITs the open transaction before its script):
+    the revision stays one transaction.  Yields the list of the verbs refused (empty: none).  A
+    watch installed inside the block (the drop guard's) keeps it too: its authorizer replaces this
+    one, and refuses for this keeper.  Other dialects: nothing (yields an empty list)."""
+    driver = getattr(connection.connection, "driver_connection", None)
+    if connection.dialect.name != "sqlite" or not hasattr(driver, "set_authorizer"):
+        yield []
+        return
+    keeper = _Keeper(connection)
+    connection.info[_KEEPER] = keeper
+    try:
+        with _sqlite_authorizer(driver, keeper):
+            yield keeper.ends
+    finally:
+        connection.info.pop(_KEEPER, None)
+
+
 @contextlib.contextmanager
 def _sqlite_authorizer(driver: sqlite3.Connection, watch: Watch) -> Iterator[None]:
     rows_watched = getattr(watch, "watches_rows", False)
-    keeps_transaction = getattr(watch, "keeps_transaction", False)
+    connection = getattr(watch, "connection", None)
+    keeper = connection.info.get(_KEEPER) if connection is not None else None
+    keeps_transaction = getattr(watch, "keeps_transaction", False) or keeper is not None
+    refuse_end = watch.refuse_transaction_end if getattr(watch, "keeps_transaction", False) \
+        else getattr(keeper, "refuse_transaction_end", None)
     ending = []  # SQLAlchemy's own COMMIT/ROLLBACK of the revision's transaction, about to be prepared
 
     def authorize(action: int, first: str | None, second: str | None, third: str | None, _: Any) -> int:
@@ -145,7 +191,7 @@ def _sqlite_authorizer(driver: sqlite3.Connection, watch: Watch) -> Iterator[Non
             if ending:
                 ending.pop()
                 return sqlite3.SQLITE_OK
-            watch.refuse_transaction_end(first)
+            refuse_end(first)
             return sqlite3.SQLITE_DENY
         if watch.passing():
             return sqlite3.SQLITE_OK
@@ -167,7 +213,6 @@ def _sqlite_authorizer(driver: sqlite3.Connection, watch: Watch) -> Iterator[Non
         if driver.in_transaction:  # sqlite3 prepares a COMMIT/ROLLBACK only then
             ending[:] = [True]
 
-    connection = getattr(watch, "connection", None)
     listening = keeps_transaction and connection is not None
     if listening:
         event.listen(connection, "commit", sqlalchemy_ends)

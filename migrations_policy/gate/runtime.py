@@ -197,6 +197,7 @@ def _guard(context: Any, original: Callable) -> Callable:
                 and not (not heads and gate.schema_is_empty(connection, migration_context.version_table)):
             _watch_drops(context, connection, steps, registry, context.config.attributes[JUDGED_ATTRIBUTE])
         _keep_sync_triggers(connection, steps)
+        _keep_one_transaction(connection, steps)  # outermost: SQLite, no COMMIT but SQLAlchemy's
         sql_mode.keep_strict(connection, steps)  # MariaDB: strict again before every statement that stores
         if reverting:
             downgrades.judge_each_statement(connection, reverting, registry, force_reason(context),
@@ -283,6 +284,39 @@ def _keep_sync_triggers(connection: Any, steps: list) -> None:
     for step in steps:
         if isinstance(step, RevisionStep) and step.is_upgrade:
             step.migration_fn = kept(step.revision, step.migration_fn)
+
+
+def _keep_one_transaction(connection: Any, steps: list) -> None:
+    """SQLite: every upgrade step runs under ``raw_paths.transaction_kept``: an ``upgrade()`` that ends
+    its revision's transaction through the driver (sqlite3's ``executescript`` COMMITs it before its
+    script) is refused before its script runs, forced or not (``at_risk.ScriptCommitRefused``): a
+    failure or a kill after such a COMMIT would leave the revision partly applied, with its version row
+    unmoved and no journal to resume from (``expand.sqlite_transactions``: one transaction per
+    revision).  Outermost, so that the drop guard's authorizer, installed inside it, keeps it too."""
+    if connection.dialect.name != "sqlite":
+        return
+    from migrations_policy.gate import raw_paths
+    from migrations_policy.gate.at_risk import ScriptCommitRefused
+
+    def kept(revision: str, migration_fn: Callable) -> Callable:
+        @functools.wraps(migration_fn)
+        def migrate(**kw: Any) -> Any:
+            with raw_paths.transaction_kept(connection) as ends:
+                try:
+                    result = migration_fn(**kw)
+                except BaseException as exc:
+                    if ends:  # sqlite3's "not authorized", or what the script raised after it
+                        raise ScriptCommitRefused(revision, list(dict.fromkeys(ends)), upgrade=True) from exc
+                    raise
+            if ends:  # the script caught the refusal and went on
+                raise ScriptCommitRefused(revision, list(dict.fromkeys(ends)), upgrade=True)
+            return result
+
+        return migrate
+
+    for step in steps:
+        if isinstance(step, RevisionStep) and step.is_upgrade:
+            step.migration_fn = kept(step.revision.revision, step.migration_fn)
 
 
 def _judge(context: Any, migration_context: Any, heads: Any, entering: list, stamped: bool,

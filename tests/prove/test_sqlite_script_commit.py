@@ -26,10 +26,10 @@ import textwrap
 import pytest
 import sqlalchemy as sa
 
-from ..gate.conftest import ROWS
-from ..helpers import forget_example_modules
+from ..gate.conftest import ROWS, App
+from ..helpers import EXAMPLE, copy_example, forget_example_modules
 from . import expand_history as history
-from .test_release_state import EXPAND_FILE, _alembic, _app, _roll_back
+from .test_release_state import EXPAND_FILE, _alembic, _app
 
 CASES = int(os.environ.get("MP_SCRIPT_COMMIT_CASES", "2"))
 FAILING = 'op.execute("SELECT missing_column FROM nodes")'
@@ -133,6 +133,97 @@ def test_a_downgrade_script_is_refused_whole_never_left_partly_reverted(tmp_path
                 code = app.dbsync("rollback")
             assert code == 0, f"{where}\nthen: {capsys.readouterr().err[-600:]}"
             assert app.heads() == ["r1_inventory"], where
+        finally:
+            app.engine.dispose()
+            forget_example_modules()
+
+
+# -- upgrades ---------------------------------------------------------------------------------
+#: The top-level statements release 2's upgrade() starts with (a script goes before or after any).
+_ADDS = 4
+ORIGINAL_EXPAND = EXAMPLE.joinpath(*EXPAND_FILE)
+
+
+def _draw_upgrade(rng: random.Random) -> dict:
+    statements = []
+    for _ in range(rng.randint(1, 3)):
+        n = rng.randrange(10**4)
+        statements += rng.choice([["SELECT 1"], [f"CREATE TABLE scratch_{n} (a)", f"DROP TABLE scratch_{n}"],
+                                  [f"ALTER TABLE ports ADD COLUMN note_{n} VARCHAR(20)"],
+                                  [f"CREATE INDEX ix_scratch_{n} ON nodes (uuid)"]])
+    return {"statements": statements, "at": rng.randint(0, _ADDS), "fails_later": rng.random() < 0.5,
+            "route": rng.choice(["dbsync upgrade --expand", "dbsync upgrade", "alembic upgrade"]),
+            "forced": rng.random() < 0.5, "seed": rng.randrange(1 << 30)}
+
+
+def _upgrade(app, case: dict, scripted: bool) -> str:
+    """Release 2's upgrade() with an executescript (*scripted*) or the same statements through
+    op.execute, among its first top-level statements (and a failing statement after it)."""
+    rng = random.Random(case["seed"])
+    path = app.ini.parent.joinpath(*EXPAND_FILE)
+    head, marker, rest = path.read_text().partition("def upgrade() -> None:\n")
+    lines = rest.split("\n")
+    if scripted:
+        sent = ['    op.get_bind().connection.driver_connection.executescript("%s")'
+                % "".join(f"{s}; " for s in case["statements"])]
+    else:
+        sent = [f'    op.execute("{s}")' for s in case["statements"]]
+    at = case["at"]
+    lines[at:at] = sent
+    if scripted and case["fails_later"]:
+        later = rng.randint(at + len(sent), _ADDS + len(sent))
+        lines.insert(later, "    " + FAILING)
+    path.write_text(head + marker + "\n".join(lines))
+    forget_example_modules()
+    return "\n".join(lines[:_ADDS + len(sent) + 1])
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_an_upgrade_script_is_refused_whole_never_left_partly_applied(tmp_path, db_url, backend, capsys):
+    """The same for ``upgrade()``: release 2's expand with an ``executescript`` of drawn statements
+    (scratch tables, an added column, an index) at a drawn place among its first statements, sometimes
+    followed by a failing one, by a drawn route, forced or not.  Before: the statements before the
+    script committed with it, a later failure left the revision partly applied (version row unmoved,
+    nothing to resume from) and the rerun failed ("duplicate column name").  Must: refused (exit 4,
+    alembic's FAILED), one line naming ``executescript``, schema and rows as before; then the same
+    statements through ``op.execute`` reach release 2."""
+    seed = int(os.environ.get("MP_SCRIPT_COMMIT_SEED") or random.SystemRandom().randrange(1 << 30))
+    print(f"MP_SCRIPT_COMMIT_SEED={seed}")
+    rng = random.Random(seed)
+    for number in range(CASES):
+        case = _draw_upgrade(rng)
+        directory = tmp_path / f"up{number}"
+        directory.mkdir()
+        url = db_url.set(database=str(directory / "db.sqlite"))
+        forget_example_modules()
+        app = App(copy_example(directory), url)
+        app.engine.dispose()
+        app.engine = sa.create_engine(url, connect_args={"timeout": 60})
+        try:
+            app.alembic_upgrade("r1_inventory")
+            app.seed_release1()
+            body = _upgrade(app, case, scripted=True)
+            print(f"case {number}: {case}\n{body}")
+            before = _everything(app)
+            route, forced = case["route"], case["forced"]
+            if route.startswith("dbsync"):
+                extra = ("--force", "--reason", "script test") if forced else ()
+                code = app.dbsync(*route.split()[1:], *extra)
+                output = capsys.readouterr().err
+            else:
+                output = _alembic(app, "upgrade", "expand@head", force="script test" if forced else None)
+                code = 4 if output else 0
+            where = f"seed {seed} case {number} {case}: exit {code}: {output[-600:]}"
+            assert _everything(app) == before, f"partly applied: {where}"
+            assert code == 4 and "Traceback" not in output and "executescript" in output, where
+            if route.startswith("dbsync"):
+                assert len([line for line in output.splitlines() if line.startswith("dbsync: error:")]) == 1, where
+            # the way forward: the same statements through op.execute
+            app.ini.parent.joinpath(*EXPAND_FILE).write_text(ORIGINAL_EXPAND.read_text())
+            _upgrade(app, case, scripted=False)
+            code = app.dbsync("upgrade", "--expand")
+            assert code == 0, f"{where}\nthen: {capsys.readouterr().err[-600:]}"
+            assert "r2_meta_display_name_version" in app.heads(), where
         finally:
             app.engine.dispose()
             forget_example_modules()
