@@ -26,8 +26,9 @@ the probe saw; only those marks are deleted, each only if its ``seq`` is still t
 mark that survives, and the next call probes again.  Installing the triggers writes a mark of
 its own, so a probe whose snapshot predates the triggers cannot prove anything.
 
-**When they are installed**: once a probe finds nothing pending (``pending.pending_migrations``
-with *remember*, a walk's end), not before.  A proof is only ever recorded for a migration with
+**When they are installed**: once a probe of ``status``/``check`` finds nothing pending
+(``pending.pending_migrations`` with *remember*), not before, and never by a runner (other runners
+of the migration may still walk its table: DDL on it failed their statements on MariaDB, 1684).  A proof is only ever recorded for a migration with
 nothing pending, so while rows are pending the triggers would only tax every write: the walk's
 own batches (MariaDB/MySQL and SQLite: a row trigger per migrated row; MariaDB, 300,000 rows:
 the runner's ``UPDATE``s took 1.4-2.2x as long with them) and the application's.  The call

@@ -124,9 +124,12 @@ class Survey:
                         if self.migration.remembers_completion else None  # before the probe
                     report.remaining_after, report.remaining_after_estimated = remaining(
                         conn, self.migration, self.ledger_key, self.run.exact)
-                    if report.remaining_after == 0 and proof is not None:
-                        conn.rollback()  # (MariaDB: the probe's metadata lock would hold off the triggers)
-                        completion.remember(engine, self.migration, proof)  # installs them where missing
+                    if report.remaining_after == 0 and proof is not None and proof.installed:
+                        # never installs the mark triggers itself: other runners of the migration may still
+                        # walk its table, and DDL on it fails their statements (MariaDB 1684) or makes them
+                        # wait; status/check install them once nothing is pending (``completion``)
+                        conn.rollback()
+                        completion.remember(engine, self.migration, proof)
                     nulls = null_keyed(conn, self.migration)
                     if nulls and report.state != ledger.ERROR:
                         m = self.migration
