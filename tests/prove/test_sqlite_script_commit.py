@@ -83,6 +83,17 @@ def _release_2_writes(app) -> None:
                          {"i": i, "u": f"script-{i}", "d": f"node {i}"})
 
 
+def _attempt(app, route: str, forced: bool, capsys, alembic: tuple[str, str]) -> tuple[int, str]:
+    """Run *route* (``dbsync ...``, or plain alembic's *alembic* verb and target), forced or not: its exit
+    code (alembic's refusal counts as 4) and what it said."""
+    if route.startswith("dbsync"):
+        extra = ("--force", "--reason", "script test") if forced else ()
+        code = app.dbsync(*route.split()[1:], *extra)
+        return code, capsys.readouterr().err
+    output = _alembic(app, *alembic, force="script test" if forced else None)
+    return (4 if output else 0), output
+
+
 def _everything(app) -> tuple:
     with app.engine.connect() as conn:
         rows = {t: sorted(tuple(map(str, r)) for r in conn.execute(sa.select(sa.text("*")).select_from(sa.table(t))))
@@ -111,13 +122,7 @@ def test_a_downgrade_script_is_refused_whole_never_left_partly_reverted(tmp_path
             if route.startswith("dbsync") and not case["forced"]:
                 attempts.append(True)  # the plan cannot see a driver call: refused, "rerun with --force"
             for forced in attempts:
-                if route.startswith("dbsync"):
-                    extra = ("--force", "--reason", "script test") if forced else ()
-                    code = app.dbsync(*route.split()[1:], *extra)
-                    output = capsys.readouterr().err
-                else:
-                    output = _alembic(app, "downgrade", "r1_inventory", force="script test" if forced else None)
-                    code = 4 if output else 0
+                code, output = _attempt(app, route, forced, capsys, ("downgrade", "r1_inventory"))
                 where = f"seed {seed} case {number} {case}, forced {forced}: exit {code}: {output[-600:]}"
                 assert _everything(app) == before, f"partly applied: {where}"
                 assert code == 4 and "Traceback" not in output, where
@@ -206,13 +211,7 @@ def test_an_upgrade_script_is_refused_whole_never_left_partly_applied(tmp_path, 
             print(f"case {number}: {case}\n{body}")
             before = _everything(app)
             route, forced = case["route"], case["forced"]
-            if route.startswith("dbsync"):
-                extra = ("--force", "--reason", "script test") if forced else ()
-                code = app.dbsync(*route.split()[1:], *extra)
-                output = capsys.readouterr().err
-            else:
-                output = _alembic(app, "upgrade", "expand@head", force="script test" if forced else None)
-                code = 4 if output else 0
+            code, output = _attempt(app, route, forced, capsys, ("upgrade", "expand@head"))
             where = f"seed {seed} case {number} {case}: exit {code}: {output[-600:]}"
             assert _everything(app) == before, f"partly applied: {where}"
             assert code == 4 and "Traceback" not in output and "executescript" in output, where
