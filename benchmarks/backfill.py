@@ -96,7 +96,7 @@ def runner(engine: sa.Engine, args) -> dict:
                               values={"dst": light.c.src})
     ranges = []
     if args.ranges:  # observe the key ranges of the batches that committed (for the bare loop)
-        from migrations_policy.data import runner as runner_module
+        from migrations_policy.data.walk import runner as runner_module
 
         def recording(walk, conn, batch, *more, _run_batch=runner_module._Walk._run_batch):
             done = _run_batch(walk, conn, batch, *more)

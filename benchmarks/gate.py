@@ -42,7 +42,7 @@ per-round ratios, since a shared machine's load changes from one second to the n
 
 Goals (issues 15 and 24): ``check``, ``status`` and the gate within 1.5x of the empty
 database whatever N, pending, mixed or complete (a completion is proven once, then
-remembered while the database's dirty marks say nothing was written: ``data/completion.py``).
+remembered while the database's dirty marks say nothing was written: ``data/remaining/completion.py``).
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def complete(engine: sa.Engine, project=None, rows: int = 0) -> None:
         return
     # MariaDB: migrated before the marks exist (see the module's docstring)
     from migrations_policy.commands.data import project_registry
-    from migrations_policy.data import completion
+    from migrations_policy.data.remaining import completion
 
     started = time.perf_counter()
     dropped = sum(completion.uninstall(engine, m) for m in project_registry(project))
@@ -182,7 +182,7 @@ AGREE = 1.5
 def proof_state(project) -> tuple:
     """The completion proofs and dirty marks as recorded now (empty without the tables): a call
     that installs triggers writes a mark, one that proves records a proof and deletes marks."""
-    from migrations_policy.data import completion
+    from migrations_policy.data.remaining import completion
 
     with project.connect() as conn:
         if not sa.inspect(conn).has_table(completion.PROOFS_TABLE):

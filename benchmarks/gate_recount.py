@@ -21,7 +21,7 @@ import gate as bench  # noqa: E402
 
 def main() -> None:
     from migrations_policy.commands.data import project_registry
-    from migrations_policy.data.pending import pending_migrations
+    from migrations_policy.data.remaining.pending import pending_migrations
     from migrations_policy.testing import servers
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])

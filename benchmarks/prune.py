@@ -2,7 +2,7 @@
 
 * ``single DELETE``: one set-based statement (the limit; it holds its row locks for
   the whole run);
-* ``prune bN``: ``dbsync prune``'s engine (``migrations_policy.data.prune.run_prunes``)
+* ``prune bN``: ``dbsync prune``'s engine (``migrations_policy.data.prune.deletion.run_prunes``)
   at fixed batch sizes, and ``prune ≤50ms`` sizing batches to a time target; with
   ``--shadow`` each batch also copies its rows to a shadow table first.
 
@@ -38,8 +38,8 @@ import time
 import sqlalchemy as sa
 
 from migrations_policy.data import ledger
-from migrations_policy.data.prune import Prune, run_prunes
-from migrations_policy.data.runner import RunOptions
+from migrations_policy.data.prune.deletion import Prune, run_prunes
+from migrations_policy.data.walk.runner import RunOptions
 
 metadata = sa.MetaData()
 items = sa.Table("bench_prune", metadata, sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
@@ -101,7 +101,7 @@ def pruned(engine: sa.Engine, with_shadow: bool, size: int, seconds: float | Non
 
 def _record_ranges(engine: sa.Engine, ranges: list):
     """Observe the batches' key ranges (kept on commit); returns the function that stops observing."""
-    from migrations_policy.data import runner as runner_module
+    from migrations_policy.data.walk import runner as runner_module
 
     original = runner_module._Walk._run_batch
 

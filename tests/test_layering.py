@@ -122,8 +122,8 @@ def _layer_violations(graph: dict[str, set[str]]) -> list[str]:
 
 def test_the_graph_is_read():
     graph = _import_graph()
-    assert "migrations_policy.gate.verdict" in graph["migrations_policy.gate.runtime"]
-    assert "migrations_policy.data.pending" in graph["migrations_policy.gate.verdict"]  # an import inside a function
+    assert "migrations_policy.gate.verdict" in graph["migrations_policy.gate.hook.runtime"]
+    assert "migrations_policy.data.remaining.pending" in graph["migrations_policy.gate.verdict"]  # an import inside a function
 
 
 def test_folders_import_only_the_layers_below():
@@ -133,7 +133,7 @@ def test_folders_import_only_the_layers_below():
 def test_a_layer_violation_is_found():
     graph = {"migrations_policy.core.config": {"migrations_policy.gate.verdict"},
              "migrations_policy.expand.journal": {"migrations_policy.data.ledger"},
-             "migrations_policy.gate.verdict": {"migrations_policy.core.config", "migrations_policy.gate.runtime"},
+             "migrations_policy.gate.verdict": {"migrations_policy.core.config", "migrations_policy.gate.hook.runtime"},
              "migrations_policy.newthing.x": {"migrations_policy.core.config"}}
     assert _layer_violations(graph) == [
         "migrations_policy.core.config imports migrations_policy.gate.verdict",

@@ -48,7 +48,7 @@ def test_upgrade_downgrade_roundtrip(example_project, db_engine, backend):
     framework = {"alembic_version", "migrations_policy_revisions", "migrations_policy_statements",
                  "migrations_policy_revision_history", "migrations_policy_releases",
                  "migrations_policy_gate_overrides",
-                 # the completion marks and proofs status created (data/completion.py), like the journal
+                 # the completion marks and proofs status created (data/remaining/completion.py), like the journal
                  "migrations_policy_data_dirty", "migrations_policy_data_proofs"}
     assert _tables(db_engine) - framework == set()
     with db_engine.connect() as conn:

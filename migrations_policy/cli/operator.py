@@ -201,7 +201,7 @@ def _configure_online_data_migrations(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_online_data_migrations(args: argparse.Namespace) -> commands.Result:
-    from migrations_policy.data.report import choose_progress
+    from migrations_policy.data.walk.report import choose_progress
 
     progress = choose_progress(getattr(args, "progress", "auto"), sys.stderr, getattr(args, "progress_interval", 5.0))
     return commands.online_data_migrations(
@@ -240,7 +240,7 @@ def _configure_prune(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_prune(args: argparse.Namespace) -> commands.Result:
-    from migrations_policy.data.report import choose_progress
+    from migrations_policy.data.walk.report import choose_progress
 
     if args.dry_run:
         return commands.prune(_project(args), dry_run=True, migrations=args.migration)

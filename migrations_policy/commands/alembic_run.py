@@ -16,7 +16,7 @@ from migrations_policy.core.errors import PolicyError
 from migrations_policy.core.progress import watch
 from migrations_policy.core.project import Project, _one_line
 from migrations_policy.expand.lock_timeout import is_retryable
-from migrations_policy.gate.runtime import GUARD_RAN_ATTRIBUTE, REQUIRE_GUARD_ATTRIBUTE
+from migrations_policy.gate.hook.runtime import GUARD_RAN_ATTRIBUTE, REQUIRE_GUARD_ATTRIBUTE
 from migrations_policy.gate.verdict import DataDestroyed, GateRefused, NotWired
 from migrations_policy.window.sync_keeper import SyncTriggerRefused
 

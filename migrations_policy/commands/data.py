@@ -11,8 +11,8 @@ from migrations_policy.core.errors import ConfigError, UsageError
 from migrations_policy.core.project import Project
 from migrations_policy.data.declare import Registry
 from migrations_policy.data.discovery import load_registry
-from migrations_policy.data.report import EXIT_USAGE, RunReport
-from migrations_policy.data.runner import RunOptions, run
+from migrations_policy.data.walk.report import EXIT_USAGE, RunReport
+from migrations_policy.data.walk.runner import RunOptions, run
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -87,7 +87,7 @@ def run_for_project(project: Project, **options: Unpack[BatchOptions]) -> RunRep
 def pending_now(project: Project, registry: Registry) -> Any:
     """For the progress: a migration's rows pending now (estimated; SQLite counts), read when
     the work done has passed the total the run began with."""
-    from migrations_policy.data.pending import count_pending, estimate
+    from migrations_policy.data.remaining.pending import count_pending, estimate
 
     def pending(name: str) -> int | None:
         with project.engine.connect() as conn:
@@ -123,7 +123,7 @@ def undeclared_requirements(project: Project, registry: Registry, connection: An
 def _project_prunes(project: Project, wanted: list[str]) -> list[Any]:
     """The project's ``Prune`` declarations (in its data_migrations modules); *wanted* selects by name."""
     from migrations_policy.data.discovery import _import
-    from migrations_policy.data.prune import prunes_in
+    from migrations_policy.data.prune.deletion import prunes_in
 
     prunes = prunes_in(_import(module, "data_migrations") for module in project.settings.data_migrations)
     unknown = set(wanted) - {p.name for p in prunes}
@@ -135,7 +135,7 @@ def _project_prunes(project: Project, wanted: list[str]) -> list[Any]:
 
 def prune_dry_run_for_project(project: Project, migrations: Iterable[str] = ()) -> list[Any]:
     """``dbsync prune --dry-run``: per prune, what a run would delete now (``data.prune.dry_run``)."""
-    from migrations_policy.data.prune import dry_run
+    from migrations_policy.data.prune.deletion import dry_run
 
     prunes = _project_prunes(project, list(migrations))
     if not prunes:
@@ -148,7 +148,7 @@ def prune_dry_run_for_project(project: Project, migrations: Iterable[str] = ()) 
 def prune_for_project(project: Project, **options: Unpack[BatchOptions]) -> tuple[RunReport, dict[str, int]]:
     """``dbsync prune``: the project's ``Prune`` declarations (in its data_migrations modules),
     children first, on the data-migration runner.  *migrations* selects prunes by name."""
-    from migrations_policy.data.prune import run_prunes
+    from migrations_policy.data.prune.deletion import run_prunes
 
     if list(options.get("options", ())):
         raise UsageError("--option does not apply to prune", exit_code=EXIT_USAGE)

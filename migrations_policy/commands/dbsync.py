@@ -26,7 +26,7 @@ from migrations_policy.core.errors import PolicyError, UsageError
 from migrations_policy.core.project import Project
 from migrations_policy.core.result import Result
 from migrations_policy.core.revisions import EXPAND, PHASES, branch_statuses, current_heads
-from migrations_policy.gate.runtime import FORCE_ATTRIBUTE, STATS_ATTRIBUTE
+from migrations_policy.gate.hook.runtime import FORCE_ATTRIBUTE, STATS_ATTRIBUTE
 from migrations_policy.gate.verdict import GateRefused
 
 if TYPE_CHECKING:
@@ -182,10 +182,10 @@ class RollbackResult(Result):
 
 def rollback(project: Project, dry_run: bool = False, force: str | None = None, to: str | None = None) -> RollbackResult:
     """Revert the expand revisions of the last release whose contract has not run, or those above
-    *to* (``rollback.py``).  Each statement is judged again under its lock as it runs (``gate/at_risk.py``)."""
+    *to* (``rollback.py``).  Each statement is judged again under its lock as it runs (``gate/drops/at_risk.py``)."""
     from migrations_policy.lifecycle import rollback as rolling_back
     from migrations_policy.commands.data import project_registry
-    from migrations_policy.gate.runtime import COMMAND_ATTRIBUTE
+    from migrations_policy.gate.hook.runtime import COMMAND_ATTRIBUTE
 
     registry = project_registry(project)
     with project.connect() as conn:
@@ -277,7 +277,7 @@ class PruneDryRunResult(Result):
 
 def prune(project: Project, dry_run: bool = False,
           **options: Unpack[BatchOptions]) -> PruneResult | PruneDryRunResult:
-    """Delete the rows the project declares prunable, in batches, children first (``data/prune.py``).
+    """Delete the rows the project declares prunable, in batches, children first (``data/prune/deletion.py``).
     Keyword arguments as ``online_data_migrations`` (``migrations`` selects prunes by name;
     ``options`` does not apply).  *dry_run*: count what a run would delete now, delete nothing."""
     from migrations_policy.commands.data import prune_dry_run_for_project, prune_for_project

@@ -15,10 +15,10 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from migrations_policy.gate import verdict as gate
-from migrations_policy.gate.sync_trigger_checks import sync_triggers_left_behind
+from migrations_policy.gate.drops.sync_trigger_checks import sync_triggers_left_behind
 from migrations_policy.expand import journal
 from migrations_policy.core.project import Project
-from migrations_policy.gate import data_drops
+from migrations_policy.gate.drops import data_drops
 from migrations_policy.core.revisions import CONTRACT, EXPAND, BranchStatus, branch_statuses, current_heads
 
 # ``dbsync check`` exit codes (glance's convention, plus 2 for errors).
@@ -124,9 +124,9 @@ def assess(project: Project, connection: Connection, exact: bool = False, decisi
     *decisive* (``check``): read only what decides ``check_code``: no data migration while
     expand is pending, and the data migrations only up to the first with rows remaining
     (the gate then stops there too: the others are ``not checked``)."""
-    from migrations_policy.data.claims import runners_at_work
+    from migrations_policy.data.walk.claim_table import runners_at_work
     from migrations_policy.commands.data import project_registry
-    from migrations_policy.data.pending import pending_migrations
+    from migrations_policy.data.remaining.pending import pending_migrations
 
     script = project.script
     registry = project_registry(project)

@@ -12,10 +12,10 @@
   which, the expand and contract revisions it applied, whether it installed the schema
   (``gate/releases.py``; ``dbsync rollback`` reverts the last release whose contract has not run);
 * ``migrations_policy_data_claims``: the key ranges data-migration runners are migrating
-  right now (``data/claims.py``), so several runners work on one migration at once;
+  right now (``data/walk/claim_table.py``), so several runners work on one migration at once;
 * ``migrations_policy_data_dirty`` and ``migrations_policy_data_proofs``: the marks that
   triggers leave on every write to a table a pending predicate reads, and the completions
-  proven since (``data/completion.py``), so a completion is proven once, not on every call.
+  proven since (``data/remaining/completion.py``), so a completion is proven once, not on every call.
 
 The revision tables and the journal are created on demand by the env.py hook
 (``runtime.py``), the claims by the first data-migration run that can use them (the
@@ -106,7 +106,7 @@ claims_table = sa.Table(
     # the claimed keys: low_key < key <= high_key (no lower bound when low_key is NULL)
     sa.Column("high_key", sa.BigInteger, primary_key=True, autoincrement=False),
     sa.Column("low_key", sa.BigInteger, nullable=True),
-    sa.Column("holder", sa.BigInteger, nullable=False),  # the runner session's token (data/claims.py)
+    sa.Column("holder", sa.BigInteger, nullable=False),  # the runner session's token (data/walk/claim_table.py)
     sa.Column("claimed_at", sa.DateTime, nullable=False),
 )
 

@@ -1,5 +1,9 @@
 """Online data migrations: declare them, run them in batches, read the ledger.
 
+Declaring, finding and object versions live here with the ledger (``ledger``: generated
+expand root revisions import it by this path); the runner's walk in ``walk/``, what remains
+of each migration in ``remaining/``, ``dbsync prune`` in ``prune/``.
+
 Public API (documented in docs/data_migrations.rst):
 
 * declaring: ``DataMigration``, ``data_migration`` (decorator), ``Batch``, ``differs``
@@ -14,10 +18,10 @@ Public API (documented in docs/data_migrations.rst):
 from migrations_policy.data.declare import FILL_IN, Batch, DataMigration, Registry, data_migration, differs
 from migrations_policy.data.discovery import ENTRY_POINT_GROUP, load_registry, load_release_mapping
 from migrations_policy.data.ledger import LEDGER_TABLE, create_ledger, drop_ledger, record_forced
-from migrations_policy.data.prune import Prune
-from migrations_policy.data.report import MigrationReport, RunReport
-from migrations_policy.data.pending import PendingMigration, count_pending, pending_migrations
-from migrations_policy.data.runner import RunOptions, run
+from migrations_policy.data.prune.deletion import Prune
+from migrations_policy.data.walk.report import MigrationReport, RunReport
+from migrations_policy.data.remaining.pending import PendingMigration, count_pending, pending_migrations
+from migrations_policy.data.walk.runner import RunOptions, run
 from migrations_policy.data.versions import (ObjectVersionError,
     ObjectVersionReport,
     ReleaseMapping,

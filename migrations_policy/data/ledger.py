@@ -40,7 +40,7 @@ RUNNING, COMPLETE, INCOMPLETE, STUCK, ERROR, WAITING, INAPPLICABLE, CAUGHT_UP, I
     "running", "complete", "incomplete", "stuck", "error", "waiting", "inapplicable", "caught up", "interrupted")
 NEVER_RUN = "never run"
 #: Written by the env.py hook when a forced downgrade re-creates the columns a completed migration
-#: read (``gate/downgrades.py``): the runner never runs it again.  Forging it stops the runner only
+#: read (``gate/hook/downgrades.py``): the runner never runs it again.  Forging it stops the runner only
 #: (fail closed: the gate still recounts the rows).
 RETIRED = "retired"
 

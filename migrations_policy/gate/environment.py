@@ -31,7 +31,7 @@ from typing import Any, Callable
 from migrations_policy.gate import failsafe, operations  # noqa: F401  (operations registers op.require_data_migrations)
 from migrations_policy.authoring.hooks import autogenerate_options  # the autogenerate split and comparators
 from migrations_policy.core.framework_tables import TABLE_PREFIX, is_framework_table  # noqa: F401  (re-exported)
-from migrations_policy.gate.runtime import guard_options  # the gate and lock timeouts
+from migrations_policy.gate.hook.runtime import guard_options  # the gate and lock timeouts
 
 
 def make_include_object(project_include_object: Callable[..., bool] | None = None) -> Callable[..., bool]:

@@ -51,7 +51,7 @@ def _check_run_of(impl: Any) -> None:
     """Wrap the step function of the migration run *impl* belongs to, unless it is the guard."""
     from alembic import context as alembic_context
 
-    from migrations_policy.gate.runtime import GUARD_MARK
+    from migrations_policy.gate.hook.runtime import GUARD_MARK
 
     environment = getattr(alembic_context, "_proxy", None)
     migration_context = getattr(environment, "_migration_context", None)
@@ -80,7 +80,7 @@ def _env_py(migration_context: Any) -> str:
 def _refuse_if_policy_project(migration_context: Any, heads: Any, steps: list) -> None:
     from migrations_policy.gate.requirements import requirements_of
     from migrations_policy.gate.verdict import NotWired
-    from migrations_policy.gate.runtime import REQUIRE_GUARD_ATTRIBUTE, revisions_entering
+    from migrations_policy.gate.hook.runtime import REQUIRE_GUARD_ATTRIBUTE, revisions_entering
 
     script = migration_context.script
     environment = migration_context.environment_context

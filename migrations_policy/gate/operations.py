@@ -38,7 +38,7 @@ def _check_now(ctx, environment, names: tuple[str, ...]) -> None:
     """Judge the requirement here, before the rest of this revision's DDL (a run forced past
     the gate, recorded by the env.py hook, is not refused again)."""
     from migrations_policy.gate.verdict import GateRefused, GateVerdict, unfinished
-    from migrations_policy.gate.runtime import (JUDGED_ATTRIBUTE,
+    from migrations_policy.gate.hook.runtime import (JUDGED_ATTRIBUTE,
         force_reason,
         how_to_finish,
         load_registry,

@@ -325,7 +325,7 @@ def violation(connection: Connection, p: Precondition, remember: bool = False) -
         return Violation(p, problem=query)
     proof = None
     if remember:
-        from migrations_policy.data import completion
+        from migrations_policy.data.remaining import completion
 
         subject = completion.Subject("precondition", query, connection.dialect)
         proof = completion.read(connection, subject)

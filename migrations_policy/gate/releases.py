@@ -125,7 +125,7 @@ def previous_release_unfinished(connection: Connection, script: Any, heads: Any,
     data migrations are unfinished; (None, []) otherwise.  A migration whose table or columns do not
     exist yet belongs to the release about to be expanded, not to the previous one."""
     from migrations_policy.core.revisions import applied_revisions
-    from migrations_policy.data.pending import pending_migrations
+    from migrations_policy.data.remaining.pending import pending_migrations
 
     applied = applied_revisions(script, heads)
     for release in reversed(read(connection)):

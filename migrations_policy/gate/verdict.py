@@ -56,12 +56,12 @@ from alembic.script import Script, ScriptDirectory
 from alembic.util import CommandError
 from sqlalchemy.engine import Connection
 
-from migrations_policy.gate import data_drops
-from migrations_policy.gate.drop_guard import Destroyed, destroyed, readers, unfinished_readers
-from migrations_policy.gate.drop_guard import describe as describe_destroyed
+from migrations_policy.gate.drops import data_drops
+from migrations_policy.gate.drops.drop_guard import Destroyed, destroyed, readers, unfinished_readers
+from migrations_policy.gate.drops.drop_guard import describe as describe_destroyed
 from migrations_policy.gate.requirements import (Requirements, is_gated, phase_defect, requirements_of,
                                                  requirements_when_run)
-from migrations_policy.gate.sync_trigger_checks import (dropped_under_sync_triggers, explicit_sync_drops,
+from migrations_policy.gate.drops.sync_trigger_checks import (dropped_under_sync_triggers, explicit_sync_drops,
                                                         live_sync_triggers, rebuild_refusals, sync_drop_refusals)
 from migrations_policy.core.framework_tables import is_framework_table
 from migrations_policy.core.revisions import EXPAND, applied_revisions, parents, phase_of
@@ -336,7 +336,7 @@ def unfinished_anywhere(connection: Connection, registry: Any, contracts: list[s
     ledger is only reported).  A migration whose table or columns do not exist is not judged here:
     it belongs to a release whose expand has not run, or was retired by a contract that dropped
     what it read (``drop_guard`` still protects what such a one holds)."""
-    from migrations_policy.data.pending import pending_migrations
+    from migrations_policy.data.remaining.pending import pending_migrations
 
     live = {p.name: p for p in known or () if p.name in registry}
     unread = [m for m in registry if m.name not in seen and m.name not in live]
@@ -378,7 +378,7 @@ def unfinished(connection: Connection, registry: Any, required: dict[str, list[s
     """
     if not required:
         return []
-    from migrations_policy.data.pending import pending_migrations
+    from migrations_policy.data.remaining.pending import pending_migrations
 
     live = {p.name: p for p in known or () if p.name in registry}
     unread = [registry[name] for name in required if name in registry and name not in live]
@@ -409,7 +409,7 @@ def _gone_with_its_contract(connection: Connection, migration: Any, required_by:
     the gate let that run start only once the migration was complete, so resuming it is not refused
     for the columns it already took away (the same principle as an interrupted expand's own new
     columns, ``data.versions``).  A table or column missing for any other reason still refuses."""
-    from migrations_policy.data.pending import absent
+    from migrations_policy.data.remaining.pending import absent
     from migrations_policy.expand import journal
 
     missing = {(table.lower(), column.lower() if column else None) for table, column in absent(connection, migration)}

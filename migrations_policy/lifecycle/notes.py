@@ -87,7 +87,7 @@ def acknowledged(rev: Any, settings: Any) -> list[Note]:
 def dropped_data(rev: Any) -> list[Note]:
     """*rev*'s recorded decisions to drop data no migration moved (``drops_data``, judged by
     ``gate.data_drops``): operators must hear that this data goes, and why."""
-    from migrations_policy.gate.data_drops import ATTRIBUTE, decisions
+    from migrations_policy.gate.drops.data_drops import ATTRIBUTE, decisions
 
     decided, _ = decisions(rev)
     if not decided:

@@ -41,8 +41,9 @@ from migrations_policy.core.errors import PolicyError
 from migrations_policy.expand.journal import PartlyAppliedRefusal, refuse_while_partly_applied
 from migrations_policy.core.offline_run import dropping_operations
 from migrations_policy.core.revisions import CONTRACT, EXPAND, applied_revisions, phase_of
-from migrations_policy.gate import at_risk, releases
-from migrations_policy.gate.at_risk import AtRisk  # noqa: F401  (re-exported)
+from migrations_policy.gate.drops import at_risk
+from migrations_policy.gate import releases
+from migrations_policy.gate.drops.at_risk import AtRisk  # noqa: F401  (re-exported)
 
 #: Exit code when the rollback is refused (a contract ran, or rows would be lost without --force).
 EXIT_REFUSED = 4
@@ -232,7 +233,7 @@ def _sent_on_the_bind(downgrade: Any, connection: Connection) -> list[tuple[str,
 def forget_ledger_entries(connection: Connection, registry: Any) -> list[str]:
     """Delete the ledger rows of data migrations whose table or columns no longer exist
     (``gate.downgrades.forget_gone``, committed here)."""
-    from migrations_policy.gate.downgrades import forget_gone
+    from migrations_policy.gate.hook.downgrades import forget_gone
 
     with connection.begin_nested() if connection.in_transaction() else connection.begin():
         gone = forget_gone(connection, registry)

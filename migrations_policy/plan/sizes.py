@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from migrations_policy.data.estimate import planner_rows
+from migrations_policy.data.remaining.estimate import planner_rows
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,9 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy import event
 
-from migrations_policy.data import DataMigration, Registry, RunOptions, claims, ledger, run
+from migrations_policy.data import DataMigration, Registry, RunOptions, ledger, run
+
+from migrations_policy.data.walk import claim_table
 
 CASES = 3
 metadata = sa.MetaData()
@@ -48,8 +50,8 @@ def _fill(engine: sa.Engine, rng: random.Random) -> tuple[int, int]:
     done = set(rng.sample(range(1, count + 1), rng.randint(0, count // 3)))
     with engine.begin() as conn:
         conn.execute(sa.delete(ledger.ledger))
-        if sa.inspect(conn).has_table(claims.CLAIMS_TABLE):
-            conn.execute(sa.delete(claims.claims_table))
+        if sa.inspect(conn).has_table(claim_table.CLAIMS_TABLE):
+            conn.execute(sa.delete(claim_table.claims_table))
         conn.execute(sa.insert(items), [{"id": i, "src": f"v{i}", "dst": f"v{i}" if i in done else None}
                                         for i in range(1, count + 1)])
     return count, count - len(done)
@@ -108,8 +110,8 @@ def test_a_set_based_batch_sends_a_bounded_number_of_statements_and_counts_exact
             migrated = conn.execute(sa.select(ledger.ledger.c.rows_migrated)
                                     .where(ledger.ledger.c.name == COPY.name)).scalar()
             assert migrated == pending, (note, migrated)
-            if sa.inspect(conn).has_table(claims.CLAIMS_TABLE):  # none left behind (SQLite: never claims)
-                assert conn.execute(sa.select(sa.func.count()).select_from(claims.claims_table)).scalar() == 0, note
+            if sa.inspect(conn).has_table(claim_table.CLAIMS_TABLE):  # none left behind (SQLite: never claims)
+                assert conn.execute(sa.select(sa.func.count()).select_from(claim_table.claims_table)).scalar() == 0, note
         assert seen.batches, note
         most = max(len(b) for b in seen.batches)
         # PostgreSQL: the UPDATE (setting its own lock wait), the claim's advance with the ledger's

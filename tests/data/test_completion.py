@@ -1,4 +1,4 @@
-"""Completion proven once (``migrations_policy.data.completion``): once a probe proved a migration
+"""Completion proven once (``migrations_policy.data.remaining.completion``): once a probe proved a migration
 complete, ``status``/``check`` and the gate stop re-reading its table, and yet every row written
 since, at any moment (before, during or after the proof is recorded), is seen by the next gate.
 The ledger is never the proof, and a missing mark trigger makes the probe run again."""
@@ -12,7 +12,7 @@ import pytest
 import sqlalchemy as sa
 
 from migrations_policy.data import DataMigration, Registry, RunOptions, ledger, pending_migrations, run
-from migrations_policy.data import completion, pending as pending_module
+from migrations_policy.data.remaining import completion, pending as pending_module
 from migrations_policy.gate import verdict as gate
 
 from .support import create_schema, items

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from migrations_policy.core.config import Settings
 from migrations_policy.data import DataMigration, ReleaseMapping, data_migration, load_registry
-from migrations_policy.data.report import MigrationReport, TerminalProgress
+from migrations_policy.data.walk.report import MigrationReport, TerminalProgress
 from migrations_policy.core.errors import ConfigError
 
 t = sa.table("things", sa.column("id", sa.Integer), sa.column("a"), sa.column("b"))

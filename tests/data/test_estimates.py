@@ -25,7 +25,7 @@ from alembic.migration import MigrationContext
 from alembic.operations import Operations
 
 from migrations_policy.data import ledger
-from migrations_policy.data.pending import remaining
+from migrations_policy.data.remaining.pending import remaining
 
 from ..helpers import write_data_project
 from .support import dbsync_argv

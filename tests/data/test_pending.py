@@ -1,4 +1,4 @@
-"""What remains, at the cost of what is pending (``migrations_policy.data.pending``): the first pending
+"""What remains, at the cost of what is pending (``migrations_policy.data.remaining.pending``): the first pending
 row decides, the count is the planner's estimate unless exact, 0 is always verified, and nothing is
 remembered — rows that old code makes pending again are seen by the very next gate or ``check``."""
 
@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from migrations_policy.gate import verdict as gate
 from migrations_policy.data import DataMigration, Registry, RunOptions, ledger, pending_migrations, run
-from migrations_policy.data.pending import has_pending
+from migrations_policy.data.remaining.pending import has_pending
 
 from .support import create_schema, items, scalar
 
@@ -163,7 +163,7 @@ def test_the_probe_finds_any_pending_row_window_by_window(db_engine, monkeypatch
     integer keys or text keys, an anti-join predicate (NOT EXISTS over another table, as the example's
     orphan check), cursors anywhere (on a key, between keys, past the end): a pending row is found
     wherever it is, at a window's edge too, and nothing is reported when none is."""
-    from migrations_policy.data import pending as pending_module
+    from migrations_policy.data.remaining import pending as pending_module
 
     rng = random.Random()
     seed = rng.randrange(1 << 30)
@@ -223,7 +223,7 @@ def test_probes_and_counts_never_copy_the_other_table_on_mariadb(db_engine, back
     settings are as they were afterwards, also after a nested use and an error."""
     if backend != "mysql":
         pytest.skip("materialized subqueries are MariaDB/MySQL's plan; the answers are tested on every backend above")
-    from migrations_policy.data.pending import count_pending, index_lookups
+    from migrations_policy.data.remaining.pending import count_pending, index_lookups
 
     seed = random.Random().randrange(1 << 30)
     rng = random.Random(seed)
@@ -288,8 +288,8 @@ def test_probes_run_in_one_process_and_counts_in_parallel_on_postgresql(db_engin
     once the transaction is rolled back."""
     if backend != "postgresql":
         pytest.skip("parallel plans are PostgreSQL's")
-    from migrations_policy.data import pending as pending_module
-    from migrations_policy.data.pending import count_pending, one_row_plans
+    from migrations_policy.data.remaining import pending as pending_module
+    from migrations_policy.data.remaining.pending import count_pending, one_row_plans
 
     seed = random.Random().randrange(1 << 30)
     rng = random.Random(seed)
@@ -333,7 +333,7 @@ def test_probes_run_in_one_process_and_counts_in_parallel_on_postgresql(db_engin
             windows = [value for statement, value in probes if "<=" in statement]
             rests = [value for statement, value in probes if "<=" not in statement]  # no cursor: the rest is "id >"
             # the full counts keep the session's setting; the gate's estimate is a bounded sample
-            # (data/estimate.py: at most 8,192 rows), read like a probe
+            # (data/remaining/estimate.py: at most 8,192 rows), read like a probe
             full_counts = counts if label in ("count", "exact") else []
             assert all(value == session_value for value in full_counts + rests), (seed, label, seen)
             assert all(value == "0" for value in windows), (seed, label, seen)

@@ -18,10 +18,12 @@ import random
 import sqlalchemy as sa
 from sqlalchemy import event
 
-from migrations_policy.data import DataMigration, completion, ledger
+from migrations_policy.data import DataMigration, ledger
+
+from migrations_policy.data.remaining import completion
 from migrations_policy.data.declare import Batch
-from migrations_policy.data.prune import Prune, as_migration, run_prunes
-from migrations_policy.data.runner import RunOptions
+from migrations_policy.data.prune.deletion import Prune, as_migration, run_prunes
+from migrations_policy.data.walk.runner import RunOptions
 
 CASES = 4
 

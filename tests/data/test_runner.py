@@ -16,7 +16,7 @@ from migrations_policy.data import (DataMigration,
     pending_migrations,
     record_forced,
     run)
-from migrations_policy.data.runner import MAX_GROWTH, next_batch_size
+from migrations_policy.data.walk.runner import MAX_GROWTH, next_batch_size
 from migrations_policy.core.errors import UsageError
 from migrations_policy.gate.verdict import unfinished
 
@@ -260,7 +260,7 @@ def test_the_batch_lock_yields_the_ledger_key_the_previous_holder_committed(db_e
     import threading
     import time
 
-    from migrations_policy.data import locks
+    from migrations_policy.data.walk import locks
 
     create_schema(db_engine, rows=1)
     with db_engine.connect() as conn:
@@ -342,7 +342,7 @@ def test_waiting_for_another_runner_does_not_shrink_batches(db_engine, backend):
         pytest.skip("SQLite's batch lock is the database write lock, which the run's start waits for too")
     import threading
 
-    from migrations_policy.data import locks
+    from migrations_policy.data.walk import locks
 
     create_schema(db_engine, rows=300)
     holding, release = threading.Event(), threading.Event()
@@ -488,8 +488,8 @@ def test_rows_before_the_walk_are_counted_in_a_small_table_else_estimated(db_eng
     migrated is exact whatever the estimate said, and 0 after it is verified."""
     import random
 
-    from migrations_policy.data import pending as probes
-    from migrations_policy.data.runner import DENSE_THRESHOLD
+    from migrations_policy.data.remaining import pending as probes
+    from migrations_policy.data.walk.runner import DENSE_THRESHOLD
 
     rng = random.Random(seed)
     window = rng.randint(2, 60)
@@ -520,7 +520,7 @@ def test_rows_before_the_walk_are_counted_in_a_small_table_else_estimated(db_eng
 
 
 def test_an_estimate_is_marked_in_text_and_json(db_engine, monkeypatch):
-    from migrations_policy.data import pending as probes
+    from migrations_policy.data.remaining import pending as probes
 
     monkeypatch.setattr(probes, "PROBE_WINDOW", 10)
     create_schema(db_engine, rows=200)
@@ -543,7 +543,7 @@ def test_a_max_count_loop_resumes_where_the_last_run_stopped(db_engine, monkeypa
     migrated once per time it was pending; remaining rows are 0 exactly when the state is complete."""
     import random
 
-    from migrations_policy.data import pending as probes
+    from migrations_policy.data.remaining import pending as probes
 
     rng = random.Random(seed)
     window = rng.choice([5, 40, 10_000])

@@ -12,7 +12,7 @@ import math
 import random
 import statistics
 
-from migrations_policy.data.sizing import FIXED_SHARE, BatchSizer, floor_rows
+from migrations_policy.data.walk.sizing import FIXED_SHARE, BatchSizer, floor_rows
 
 
 def _walk(rng: random.Random, sizer: BatchSizer, start: int, ceiling: int, fixed: float, per_row: float,

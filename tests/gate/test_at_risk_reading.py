@@ -13,7 +13,7 @@ import random
 
 import pytest
 
-from migrations_policy.gate import at_risk
+from migrations_policy.gate.drops import at_risk
 from migrations_policy.policy.sql import from_sql
 
 SEED = int(os.environ.get("MP_AT_RISK_READING_SEED") or random.SystemRandom().randrange(1 << 30))

@@ -79,18 +79,18 @@ def test_status_json_shape_and_values(expanded, status_json, backend):
 def test_status_counts_the_runners_at_work_on_each_migration(expanded, status_json, backend, capsys):
     """Runners holding claims (alive: their session holds their token's lock) show in ``status``;
     a dead runner's claim does not count.  SQLite: runners take turns, never shown."""
-    from migrations_policy.data import claims
+    from migrations_policy.data.walk import claim_table
 
     assert {m["runners"] for m in status_json()["data_migrations"]} == {0}
     if backend == "sqlite":
-        assert claims.unavailable(expanded.engine) is not None
+        assert claim_table.unavailable(expanded.engine) is not None
         return
-    assert claims.unavailable(expanded.engine) is None
+    assert claim_table.unavailable(expanded.engine) is None
     sessions = [expanded.engine.connect() for _ in range(3)]
     for i, session in enumerate(sessions):
-        token = claims.hold_new(session)
+        token = claim_table.hold_new(session)
         with expanded.engine.begin() as conn:
-            claims.record(conn, "nodes_extra_to_meta" if i < 2 else "port_node_orphans", i * 10, i * 10 + 5, token)
+            claim_table.record(conn, "nodes_extra_to_meta" if i < 2 else "port_node_orphans", i * 10, i * 10 + 5, token)
     sessions[2].invalidate()  # the orphans runner died
     sessions[2].close()
     runners = {m["name"]: m["runners"] for m in status_json()["data_migrations"] if m["runners"]}

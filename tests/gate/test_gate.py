@@ -198,7 +198,7 @@ def test_offline_sql_checks_the_gate_when_it_is_run(expanded, capsys, backend):
 
 
 def _guard_statements(sql: str) -> list[str]:
-    from migrations_policy.gate.offline_guard import MARKER
+    from migrations_policy.gate.hook.offline_guard import MARKER
 
     chunks = sql.split("\n\n")
     return [chunks[i + 1].strip() for i, chunk in enumerate(chunks)
@@ -207,7 +207,7 @@ def _guard_statements(sql: str) -> list[str]:
 
 def _guards_for(app, project) -> list[str]:
     """The guard statements for the example contract's requirements, compiled for *app*'s dialect."""
-    from migrations_policy.gate import offline_guard
+    from migrations_policy.gate.hook import offline_guard
     from migrations_policy.data.discovery import load_registry
 
     registry = load_registry(project.settings, project.alembic_config.get_prepend_sys_paths_list())

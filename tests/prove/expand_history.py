@@ -26,7 +26,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from migrations_policy.core.framework_tables import is_framework_table
-from migrations_policy.data.completion import MARK_FUNCTION, TRIGGER_PREFIX
+from migrations_policy.data.remaining.completion import MARK_FUNCTION, TRIGGER_PREFIX
 from migrations_policy.window.sync_triggers import sync_trigger_name
 
 BASE_TABLES = ("t1", "t2", "t3")
@@ -254,7 +254,7 @@ def _triggers(conn: sa.Connection) -> set[str]:
         query = "SELECT name FROM sqlite_master WHERE type = 'trigger'"
     else:
         query = "SELECT trigger_name FROM information_schema.triggers WHERE trigger_schema = DATABASE()"
-    # the framework's completion marks (data/completion.py), like its tables, are not the project's
+    # the framework's completion marks (data/remaining/completion.py), like its tables, are not the project's
     return {r[0] for r in conn.execute(sa.text(query)) if not r[0].startswith(TRIGGER_PREFIX)}
 
 

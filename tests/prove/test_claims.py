@@ -1,4 +1,4 @@
-"""Several runners on one data migration at once (claims, ``data/claims.py``), attacked.
+"""Several runners on one data migration at once (claims, ``data/walk/claim_table.py``), attacked.
 
 * runners really work side by side: every runner's first batch waits for all the others to be
   inside theirs (a barrier in the migration), which runners taking turns can never pass;
@@ -27,7 +27,7 @@ import pytest
 import sqlalchemy as sa
 
 from migrations_policy.data import DataMigration, Registry, RunOptions, data_migration, ledger, run
-from migrations_policy.data import claims, runner
+from migrations_policy.data.walk import claim_table, runner
 from migrations_policy.core.framework_tables import claims_table
 
 from ..data.support import dbsync_argv, items
@@ -101,7 +101,7 @@ def copy_items(connection, batch):
 @pytest.fixture(autouse=True)
 def _servers_only(backend):
     if backend == "sqlite":
-        pytest.skip("SQLite has one writer at a time: runners take turns (claims.unavailable)")
+        pytest.skip("SQLite has one writer at a time: runners take turns (claim_table.unavailable)")
 
 
 def fill(engine: sa.Engine, rng: random.Random) -> list[int]:
@@ -193,13 +193,13 @@ def test_a_live_runners_claims_are_never_entered_and_a_dead_ones_are_walked_agai
                 connection.execute(sa.update(items).where(items.c.id == key).values(dst=src, n=n + 1))
             return len(rows)
     options = RunOptions(batch_size=rng.choice((3, 17, 64, 500)), batch_seconds=rng.choice((None, 0.01)))
-    assert claims.unavailable(db_engine) is None
+    assert claim_table.unavailable(db_engine) is None
     other = db_engine.connect()  # another runner's session, alive
-    token = claims.new_token()
-    claims.hold(other, token)
+    token = claim_table.new_token()
+    claim_table.hold(other, token)
     with db_engine.begin() as conn:
         for low, high in held:
-            claims.record(conn, "copy_items", low, high, token)
+            claim_table.record(conn, "copy_items", low, high, token)
     monkeypatch.setattr(runner, "PEER_WAIT", 0.3)
 
     report = run(db_engine, Registry([migration]), options).migrations[0]
@@ -269,21 +269,21 @@ def test_a_user_who_may_not_use_the_claims_table_takes_turns_and_says_why(db_url
     operator guide says, the same user claims."""
     keys = fill(db_engine, random.Random(f"{backend}{access}"))
     if access != "absent":
-        assert claims.unavailable(db_engine) is None  # created by a user who may
+        assert claim_table.unavailable(db_engine) is None  # created by a user who may
     privileges = {"absent": (), "read-only": ("SELECT",), "granted": ("SELECT", "INSERT", "UPDATE", "DELETE")}
     with limited_user(db_engine, privileges[access]) as limited:
         why = {"absent": "cannot create", "read-only": "cannot use", "granted": None}[access]
-        unavailable = claims.unavailable(limited)
+        unavailable = claim_table.unavailable(limited)
         assert unavailable is None if why is None else unavailable.startswith(f"{why} {claims_table.name}: ")
         migration = copy_items()
         claimed: set[int] = set()
         other = db_engine.connect()  # read-only: a runner that may claim is at work meanwhile
         if access == "read-only":
             monkeypatch.setattr(runner, "PEER_WAIT", 0.2)
-            token = claims.hold_new(other)
+            token = claim_table.hold_new(other)
             low, high = keys[len(keys) // 4], keys[len(keys) // 2]
             with db_engine.begin() as conn:
-                claims.record(conn, "copy_items", low, high, token)
+                claim_table.record(conn, "copy_items", low, high, token)
             claimed = {k for k in keys if low < k <= high}
         report = run(limited, Registry([migration]), RunOptions(batch_size=50)).migrations[0]
         other.invalidate()  # that runner dies: its claim's keys are anyone's again
@@ -309,15 +309,15 @@ def test_batches_are_sized_by_time_with_other_runners_about(db_engine, monkeypat
     rng = random.Random(seed)
     keys = fill(db_engine, rng)
     migration = copy_items()
-    assert claims.unavailable(db_engine) is None
+    assert claim_table.unavailable(db_engine) is None
     monkeypatch.setattr(runner, "PEER_WAIT", 0.2)
     other = db_engine.connect()
     try:
         if rng.random() < 0.7:  # a live runner, its claim past the table's end
-            token = claims.new_token()
-            claims.hold(other, token)
+            token = claim_table.new_token()
+            claim_table.hold(other, token)
             with db_engine.begin() as conn:
-                claims.record(conn, "copy_items", keys[-1] + 10, keys[-1] + 20, token)
+                claim_table.record(conn, "copy_items", keys[-1] + 10, keys[-1] + 20, token)
         start_size = rng.choice((2, 3, 5))
         options = RunOptions(batch_size=start_size, batch_seconds=30.0)
         report = run(db_engine, Registry([migration]), options).migrations[0]
@@ -366,23 +366,23 @@ def test_taking_over_a_claim_never_waits_for_the_batch_migrating_it(db_engine, m
     row, so both would wait for each other (a deadlock: one of them failed)."""
     keys = fill(db_engine, random.Random(7))
     migration = copy_items()
-    assert claims.unavailable(db_engine) is None
+    assert claim_table.unavailable(db_engine) is None
     with db_engine.begin() as conn:
         ledger._insert_missing(conn, "copy_items")
     gone = db_engine.connect()  # the session that made the claim, then died
-    old = claims.new_token()
-    claims.hold(gone, old)
+    old = claim_table.new_token()
+    claim_table.hold(gone, old)
     low, high = keys[len(keys) // 3], keys[len(keys) // 2]
     with db_engine.begin() as conn:
-        claims.record(conn, "copy_items", low, high, old)
+        claim_table.record(conn, "copy_items", low, high, old)
     gone.invalidate()
     gone.close()
     monkeypatch.setattr(runner, "PEER_WAIT", 0.3)
     moving = db_engine.connect()  # the walk's batch on another thread's session: it has the row
-    new = claims.new_token()
-    claims.hold(moving, new)
+    new = claim_table.new_token()
+    claim_table.hold(moving, new)
     moving.begin()
-    assert claims.take_over(moving, "copy_items", claims.Claim(low, high, old, True), new)
+    assert claim_table.take_over(moving, "copy_items", claim_table.Claim(low, high, old, True), new)
     reports: list = []
     other = threading.Thread(
         target=lambda: reports.append(run(db_engine, Registry([migration]), RunOptions(batch_size=20))))
@@ -435,18 +435,18 @@ def test_runners_killed_at_random_while_others_work_lose_nothing_and_double_noth
 def test_a_runner_token_already_held_is_drawn_again(db_engine, monkeypatch):
     """Tokens are 32 random bits: when one drawn is held by another session, a runner draws again
     instead of failing its migration (and gives up, with a clear error, only after three)."""
-    assert claims.unavailable(db_engine) is None
+    assert claim_table.unavailable(db_engine) is None
     busy = db_engine.connect()
-    taken = claims.new_token()
-    claims.hold(busy, taken)
-    draws = iter([taken, taken, claims.new_token()])
+    taken = claim_table.new_token()
+    claim_table.hold(busy, taken)
+    draws = iter([taken, taken, claim_table.new_token()])
     monkeypatch.setattr(claims, "new_token", lambda: next(draws))
     with db_engine.connect() as conn:
-        token = claims.hold_new(conn)
+        token = claim_table.hold_new(conn)
         assert token != taken
-        claims.let_go(conn, token)
+        claim_table.let_go(conn, token)
         monkeypatch.setattr(claims, "new_token", lambda: taken)
-        with pytest.raises(claims.TokenInUse, match="already in use"):
-            claims.hold_new(conn)
+        with pytest.raises(claim_table.TokenInUse, match="already in use"):
+            claim_table.hold_new(conn)
     busy.invalidate()
     busy.close()

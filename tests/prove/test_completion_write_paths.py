@@ -1,4 +1,4 @@
-"""A remembered completion (``data/completion.py``) never outlives a write that makes a row pending
+"""A remembered completion (``data/remaining/completion.py``) never outlives a write that makes a row pending
 again, whatever SQL release N writes it with.
 
 ``status``/``check`` trust a proof while no mark trigger fired since; the gate recounts.  A write

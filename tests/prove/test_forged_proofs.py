@@ -106,7 +106,7 @@ def _snapshot(app: App) -> dict:
 
 def forge(app: App, attack: Attack, rng: random.Random) -> list[str]:
     """Carry out *attack*'s forgery; returns the migrations it left unfinished."""
-    from migrations_policy.data import completion
+    from migrations_policy.data.remaining import completion
 
     if attack.form == "forge_proof":
         # the orphans detached (the contract's FK validation would refuse on them anyway): only

@@ -15,7 +15,8 @@ import pytest
 import sqlalchemy as sa
 
 from migrations_policy.core import framework_tables
-from migrations_policy.data import completion, ledger
+from migrations_policy.data.remaining import completion
+from migrations_policy.data import ledger
 
 from ..helpers import console_script, copy_example, forget_example_modules, set_ini_option
 

@@ -165,7 +165,7 @@ def test_a_row_changed_while_its_batch_runs_is_moved_whole_or_not_at_all(db_engi
     if backend == "sqlite":
         pytest.skip("SQLite's batch holds the database write lock: no other writer can commit meanwhile")
     from migrations_policy.data import RunOptions
-    from migrations_policy.data.prune import Prune, run_prunes
+    from migrations_policy.data.prune.deletion import Prune, run_prunes
 
     seed = int(os.environ.get("MP_PROVE_SEED", random.randrange(10**6)))
     rng = random.Random(seed)

@@ -35,7 +35,11 @@ import sqlalchemy as sa
 from alembic.runtime.migration import RevisionStep, StampStep
 from alembic.util import CommandError
 
-from migrations_policy.gate import downgrades, drop_guard, releases, verdict as gate
+from migrations_policy.gate.hook import downgrades
+
+from migrations_policy.gate.drops import drop_guard
+
+from migrations_policy.gate import releases, verdict as gate
 from migrations_policy.gate.overrides import record_force
 from migrations_policy.gate.requirements import requirements_of, requirements_when_run
 from migrations_policy.expand import journal, lock_timeout, sql_mode, sqlite_transactions
@@ -109,9 +113,9 @@ def how_to_finish(config: Any) -> str:
 def _annotate_offline(context: Any, migration_context: Any, revisions: list) -> None:
     """Offline (``--sql``): the SQL starts with statements that fail, when it is run, while a
     required data migration is pending (``offline_guard.py``)."""
-    from migrations_policy.gate import offline_guard
+    from migrations_policy.gate.hook import offline_guard
 
-    from migrations_policy.gate.drop_guard import readers
+    from migrations_policy.gate.drops.drop_guard import readers
 
     dialect = migration_context.dialect.name
     registry = None
@@ -295,8 +299,8 @@ def _keep_one_transaction(connection: Any, steps: list) -> None:
     revision).  Outermost, so that the drop guard's authorizer, installed inside it, keeps it too."""
     if connection.dialect.name != "sqlite":
         return
-    from migrations_policy.gate import raw_paths
-    from migrations_policy.gate.at_risk import ScriptCommitRefused
+    from migrations_policy.gate.drops import raw_paths
+    from migrations_policy.gate.drops.at_risk import ScriptCommitRefused
 
     def kept(revision: str, migration_fn: Callable) -> Callable:
         @functools.wraps(migration_fn)

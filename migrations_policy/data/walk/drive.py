@@ -13,13 +13,14 @@ from typing import Any, Callable
 from sqlalchemy.engine import Connection, Engine
 
 from migrations_policy.core.errors import UsageError
-from migrations_policy.data import claims, completion, locks
-from migrations_policy.data.report import EXIT_USAGE
+from migrations_policy.data.walk import claim_table, locks
+from migrations_policy.data.remaining import completion
+from migrations_policy.data.walk.report import EXIT_USAGE
 
 
 class _Connections:
     """One batch connection per worker thread, kept for the whole run.  Claiming, each
-    connection's session holds the lock of a runner token of its own (``claims.hold``) for
+    connection's session holds the lock of a runner token of its own (``claim_table.hold``) for
     as long as it lives: its claims die with it."""
 
     def __init__(self, engine: Engine, claiming: bool = False):
@@ -36,7 +37,7 @@ class _Connections:
             token = None
             if self.claiming:
                 try:
-                    token = claims.hold_new(conn)
+                    token = claim_table.hold_new(conn)
                 except BaseException:
                     conn.close()
                     raise
@@ -69,7 +70,7 @@ class _Connections:
                     completion.quiet(conn, None)  # back in the pool, its writes mark again
                     conn.commit()
                 if token is not None and not conn.invalidated and not conn.closed:
-                    claims.let_go(conn, token)
+                    claim_table.let_go(conn, token)
             except Exception:  # noqa: BLE001 - the session then ends with the connection
                 conn.invalidate()
             conn.close()

@@ -26,7 +26,7 @@ import sqlalchemy as sa
 from alembic.util import CommandError
 
 from migrations_policy.core.revisions import CONTRACT, phase_of
-from migrations_policy.gate import at_risk
+from migrations_policy.gate.drops import at_risk
 
 EXIT_REFUSED = 4
 
@@ -111,7 +111,7 @@ def _record_loss(connection: Any, command: str, reason: str, revision: str, loss
 def retire(connection: Any, registry: Any, script: Any) -> None:
     """Mark ``retired`` the data migrations reading what *script* (a contract) dropped."""
     from migrations_policy.data import ledger
-    from migrations_policy.gate.drop_guard import readers
+    from migrations_policy.gate.drops.drop_guard import readers
     from migrations_policy.gate.verdict import drops_of
 
     names = list(readers(registry, drops_of(script, connection.dialect.name)))
@@ -132,7 +132,7 @@ def forget_gone(connection: Any, registry: Any) -> list[str]:
     starts them afresh, and a ``retired`` mark does not outlive the columns it was about.  Runs in
     the caller's transaction; returns the names forgotten."""
     from migrations_policy.data import ledger
-    from migrations_policy.data.pending import missing_columns
+    from migrations_policy.data.remaining.pending import missing_columns
 
     if not ledger.exists(connection):
         return []

@@ -13,7 +13,9 @@ from typing import Any, NamedTuple
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from migrations_policy.data import claims, ledger, locks
+from migrations_policy.data.walk import claim_table, locks
+
+from migrations_policy.data import ledger
 from migrations_policy.data.declare import Batch, key_bound
 
 #: A runner alone on a migration claims up to this many batches at a time.
@@ -41,8 +43,8 @@ class Claiming:
         lives and dies with the connection migrating it (the row stays locked until the batch
         commits: a runner that found the old session gone waits, then sees the new holder).
         False: the old session died and another runner took the claim over: leave it to them."""
-        held = claims.Claim(chunk.low, chunk.high, chunk.holder, False)
-        if claims.take_over(conn, self.migration.name, held, token):
+        held = claim_table.Claim(chunk.low, chunk.high, chunk.holder, False)
+        if claim_table.take_over(conn, self.migration.name, held, token):
             return True
         self.chunk = None
         return False
@@ -59,11 +61,11 @@ class Claiming:
         name = self.migration.name
         with locks.batch_transaction(conn, name, self._ledger_read) as current:
             self._follow_other_runner(current)
-            held = claims.others(conn, name, token)
+            held = claim_table.others(conn, name, token)
             self.peers = any(not c.free for c in held)
             dead = next((c for c in held if c.free), None)
             if dead is not None:
-                if claims.take_over(conn, name, dead, token):
+                if claim_table.take_over(conn, name, dead, token):
                     self.chunk = Chunk(dead.low, dead.high, own=False, holder=token)
                     self._took_over(self.chunk)
                     return True
@@ -74,13 +76,13 @@ class Claiming:
             batch = self._outside(conn, held, width, wanted)
             if batch is None:
                 return False
-            claims.record(conn, name, batch.lower, batch.upper, token)
+            claim_table.record(conn, name, batch.lower, batch.upper, token)
             ledger.record_claim(conn, name, batch.upper)
             self.ledger_key = ledger.as_key_text(batch.upper)
             self.chunk = Chunk(batch.lower, batch.upper, own=True, holder=token)
             return True
 
-    def _outside(self, conn: Connection, held: list[claims.Claim], width: int, wanted: int) -> Batch | None:
+    def _outside(self, conn: Connection, held: list[claim_table.Claim], width: int, wanted: int) -> Batch | None:
         """The walk's next batch of about *wanted* keys, kept out of the claims *held*: it stops
         short of the first one it would overlap, or starts past it (None: nothing left)."""
         while True:
@@ -90,7 +92,7 @@ class Claiming:
             if self.report.strategy == "range" and wanted > width:  # not past the last pending key
                 batch = Batch(self.migration, batch.lower, min(batch.upper, max(self.high, batch.lower + width)),
                               self.options)
-            hit = claims.first_overlap(held, batch.lower, batch.upper)
+            hit = claim_table.first_overlap(held, batch.lower, batch.upper)
             if hit is None:
                 return batch
             if hit.low is not None and (batch.lower is None or hit.low > batch.lower):

@@ -106,7 +106,7 @@ def unfinished_readers(connection: Connection, registry: Any, gone: Iterable[Des
     """{name: (its PendingMigration, what it reads that goes)} for the readers of *gone* that are not
     finished (``_at_stake``); *skip* are left out.  *known*: PendingMigrations just probed by the
     caller (not probed again)."""
-    from migrations_policy.data.pending import pending_migrations
+    from migrations_policy.data.remaining.pending import pending_migrations
 
     skip, gone = set(skip), list(gone)
     wanted = {name for name in readers(registry, gone) if name not in skip}
@@ -136,7 +136,7 @@ def _at_stake(connection: Connection, registry: Any, probed: Iterable[Any]) -> d
     * its tables or columns do not all exist (``remaining`` None) and it has not started (``_unstarted``: its expand has not run yet): the tables
       and columns it uses that hold data (a row; a non-NULL value) are still the only copy;
     * complete, or gone after completing (retired): nothing."""
-    from migrations_policy.data.pending import absent
+    from migrations_policy.data.remaining.pending import absent
 
     probed = list(probed)
     stakes: dict[str, set[Destroyed] | None] = {}
@@ -229,7 +229,7 @@ class _Sample(NamedTuple):
 
 def _sample(connection: Connection, migration: Any, stake: set[Destroyed] | None) -> _Sample | None:
     """Rows holding values at stake in the migration's own table (None: none there)."""
-    from migrations_policy.data.pending import PROBE_WINDOW
+    from migrations_policy.data.remaining.pending import PROBE_WINDOW
 
     table = migration.table_name
     present = column_names(sa.inspect(connection), table)
@@ -348,7 +348,7 @@ class _Watch:
         that cannot query (SQLite's authorizer) and the final check decide against these.  *complete*:
         those an earlier revision of the run found complete, not probed again (proving a migration
         complete reads its table; like the gate's verdict, it stands for the run); grows."""
-        from migrations_policy.data.pending import absent, pending_migrations
+        from migrations_policy.data.remaining.pending import absent, pending_migrations
 
         with self._probing():
             self._refuse_shadows([m for m in self.registry if m.name not in self.settled])
@@ -431,7 +431,7 @@ class _Watch:
     def verify(self) -> None:
         """After ``upgrade()``: every table and column an unfinished migration read at the start is
         still there, unless a statement check let it go.  Catches any path the hooks miss."""
-        from migrations_policy.data.pending import absent
+        from migrations_policy.data.remaining.pending import absent
 
         with self._probing():
             self._refuse_shadows([self.registry[name] for name in self.unfinished], committed=True)
@@ -484,7 +484,7 @@ def watching(connection: Connection, registry: Any, revision: str,
     revision's watch (see ``_Watch.start``); pass the same set to every revision of a run.  *home*:
     ``home_schema`` as the run started (a revision may change what unqualified names resolve to:
     such a change is refused, ``_shadowed``)."""
-    from migrations_policy.gate import raw_paths
+    from migrations_policy.gate.drops import raw_paths
 
     watch = _Watch(connection, registry, revision, refuse, settled, home)
     watch.start(set() if complete is None else complete)

@@ -12,10 +12,14 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from migrations_policy.data import claims, completion, ledger
-from migrations_policy.data import pending as probes
+from migrations_policy.data.walk import claim_table
+
+from migrations_policy.data.remaining import completion
+
+from migrations_policy.data import ledger
+from migrations_policy.data.remaining import pending as probes
 from migrations_policy.data.declare import key_bound
-from migrations_policy.data.pending import (count_pending,
+from migrations_policy.data.remaining.pending import (count_pending,
     cursor_value,
     index_lookups,
     missing_columns,
@@ -62,7 +66,7 @@ class Survey:
             self.finished = self.walked_to_end = True
             return
         self.first_key = low
-        self.integer_keys = claims.usable_key(low, high)
+        self.integer_keys = claim_table.usable_key(low, high)
         if resumed:
             self.resumed_from = resume
             report.strategy_note = f"resumed after {m.key} {resume} (where the last run stopped)"

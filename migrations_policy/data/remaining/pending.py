@@ -37,8 +37,9 @@ from typing import Any, Iterable, Iterator, NamedTuple
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from migrations_policy.data.estimate import pending_rows
-from migrations_policy.data import completion, ledger
+from migrations_policy.data.remaining.estimate import pending_rows
+from migrations_policy.data.remaining import completion
+from migrations_policy.data import ledger
 from migrations_policy.data.declare import DataMigration, key_bound
 
 

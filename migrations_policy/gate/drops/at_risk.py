@@ -236,10 +236,10 @@ class _Judge:
         self.forced_losses: list[AtRisk] = []
 
     def targets(self, statement: str) -> list[Target]:
-        from migrations_policy.gate.drop_guard import _batch_drops
+        from migrations_policy.gate.drops.drop_guard import _batch_drops
         from migrations_policy.policy.sql import from_sql
 
-        from migrations_policy.gate.routines import runs_routine
+        from migrations_policy.gate.drops.routines import runs_routine
 
         try:
             operations = from_sql(statement, (self.connection.dialect.name,))
@@ -378,7 +378,7 @@ def judging(connection: Connection, registry: Any, revision: str, forced: str | 
     SQLAlchemy sends it or the script hands it to the DB-API driver (``raw_paths``).  A driver drop
     SQLite refused raises :class:`DriverDropRefused` when the block ends, even if the script
     swallowed the driver's error."""
-    from migrations_policy.gate import raw_paths
+    from migrations_policy.gate.drops import raw_paths
 
     judge = _Judge(connection, registry, revision, forced)
     watch = _DriverWatch(judge)

@@ -40,8 +40,8 @@ from sqlalchemy.sql import ColumnElement, TableClause
 
 from migrations_policy.core.errors import ConfigError, PolicyError
 from migrations_policy.data.declare import NAME_PATTERN, Batch, DataMigration, Registry, refuse_schema
-from migrations_policy.data import yielding
-from migrations_policy.data.references import Reference, read_references, reference_idents
+from migrations_policy.data.walk import yielding
+from migrations_policy.data.prune.references import Reference, read_references, reference_idents
 
 LEDGER_PREFIX = "prune_"
 #: Keys bound in one statement of a shadowed batch (SQLite accepts 32,766 parameters; small is fine).
@@ -89,7 +89,7 @@ def prunes_in(modules: Iterable[Any]) -> list[Prune]:
 def _references(connection: Connection, table: str) -> list[Reference]:
     """Every foreign key pointing at *table* (in the connection's default schema), from the catalog of
     every schema (PostgreSQL) or database (MariaDB/MySQL) the server knows, not only the default one
-    (``data/references.py``).  Raises ``ReferencesUnreadable`` when that catalog cannot be read."""
+    (``data/prune/references.py``).  Raises ``ReferencesUnreadable`` when that catalog cannot be read."""
     return read_references(connection, table)
 
 
@@ -257,8 +257,8 @@ def count_kept(connection: Connection, prune: Prune, kept: ColumnElement[bool]) 
 
 def run_prunes(engine: Engine, prunes: list[Prune], options: Any, progress: Any = None) -> tuple[Any, dict]:
     """Run *prunes* children first on the data-migration runner: (the combined RunReport, {name: kept rows})."""
-    from migrations_policy.data.report import RunReport
-    from migrations_policy.data.runner import run
+    from migrations_policy.data.walk.report import RunReport
+    from migrations_policy.data.walk.runner import run
 
     combined = RunReport(max_count=options.max_count)
     kept: dict[str, int] = {}

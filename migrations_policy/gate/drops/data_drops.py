@@ -28,7 +28,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from migrations_policy.gate.drop_guard import Destroyed, describe, destroyed, readers
+from migrations_policy.gate.drops.drop_guard import Destroyed, describe, destroyed, readers
 from migrations_policy.policy import model as m
 
 ATTRIBUTE = "drops_data"

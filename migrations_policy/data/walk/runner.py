@@ -39,14 +39,16 @@ from migrations_policy.core import project_code
 from migrations_policy.core.urls import mask_text
 from migrations_policy.core.errors import UsageError
 from migrations_policy.core.project import _one_line
-from migrations_policy.data import claims, completion, ledger, locks, yielding
+from migrations_policy.data.walk import claim_table, locks, yielding
+from migrations_policy.data.remaining import completion
+from migrations_policy.data import ledger
 from migrations_policy.data.declare import Batch, DataMigration, Registry, key_bound
-from migrations_policy.data.pending import index_lookups, one_row_plans
-from migrations_policy.data.drive import LIMITS, _Budget, _Connections, _drive, validate  # noqa: F401 (LIMITS: re-exported)
-from migrations_policy.data.report import EXIT_USAGE, MigrationReport, RunReport
-from migrations_policy.data.sizing import BatchSizer, next_batch_size  # noqa: F401 (re-exported)
-from migrations_policy.data.claiming import CLAIM_BATCHES, Chunk, Claiming  # noqa: F401 (re-exported)
-from migrations_policy.data.survey import DENSE_THRESHOLD, Survey  # noqa: F401 (re-exported)
+from migrations_policy.data.remaining.pending import index_lookups, one_row_plans
+from migrations_policy.data.walk.drive import LIMITS, _Budget, _Connections, _drive, validate  # noqa: F401 (LIMITS: re-exported)
+from migrations_policy.data.walk.report import EXIT_USAGE, MigrationReport, RunReport
+from migrations_policy.data.walk.sizing import BatchSizer, next_batch_size  # noqa: F401 (re-exported)
+from migrations_policy.data.walk.claiming import CLAIM_BATCHES, Chunk, Claiming  # noqa: F401 (re-exported)
+from migrations_policy.data.walk.survey import DENSE_THRESHOLD, Survey  # noqa: F401 (re-exported)
 
 #: With a batch time target, a batch grows to at most this many times ``--batch-size``.
 MAX_GROWTH = 10
@@ -110,8 +112,8 @@ class _Walk(Survey, Claiming):
         self.resumed_from: Any = None  # the ledger's cursor this walk resumed past (None: from the start)
         self.swept = False  # a resumed walk went back for the rows behind where it resumed
         self.ledger_key: str | None = None  # the ledger's last_key as this runner last saw or wrote it
-        self.integer_keys = False  # the pending keys fit a claim's bounds (claims.usable_key)
-        self.claiming = False  # batches on claimed key ranges, beside other runners (claims.py)
+        self.integer_keys = False  # the pending keys fit a claim's bounds (claim_table.usable_key)
+        self.claiming = False  # batches on claimed key ranges, beside other runners (claim_table.py)
         self.keep_out = False  # taking turns, but keeping out of other runners' live claims
         self.waiting_since: float | None = None  # when the walk began waiting for other runners' claims
         self.chunk: Chunk | None = None  # the part of this runner's claim still to walk
@@ -174,7 +176,7 @@ class _Walk(Survey, Claiming):
                     started = time.perf_counter()
                     self._follow_other_runner(current)
                     if self.keep_out:  # taking turns beside runners that claim: not in their keys
-                        live = [c for c in claims.others(conn, self.migration.name, 0) if not c.free]
+                        live = [c for c in claim_table.others(conn, self.migration.name, 0) if not c.free]
                         batch = self._outside(conn, live, width, width)
                     else:
                         batch = self._next_batch(conn, width)
@@ -244,7 +246,7 @@ class _Walk(Survey, Claiming):
         after = getattr(self.migration, "after_batch", None)  # a prune's reference check: a fixed cost
         if after is not None:
             after(conn)
-        advance = None if chunk is None else claims.advance_statement(name, chunk.high, chunk.holder, batch.upper)
+        advance = None if chunk is None else claim_table.advance_statement(name, chunk.high, chunk.holder, batch.upper)
         ledger.record_batch(conn, name, migrated, stuck, batch.upper if chunk is None else None, along=advance)
         if self.stop is not None and self.stop.is_set():
             raise KeyboardInterrupt  # another thread was interrupted: roll this batch back
@@ -398,7 +400,7 @@ def run(engine: Engine, registry: Registry, options: RunOptions | None = None, p
             progress.update(report.migrations, current=name)
 
     try:
-        _run_phases(engine, walks, run_options, budget, on_batch, stop, claims.unavailable(engine))
+        _run_phases(engine, walks, run_options, budget, on_batch, stop, claim_table.unavailable(engine))
     except KeyboardInterrupt:
         report.interrupted = True
         _record_interrupted(engine, walks)
@@ -425,15 +427,15 @@ def _run_phases(engine: Engine, walks: list[_Walk], run_options: RunOptions, bud
                     walk.report.strategy_note = "runs once every other data migration is complete"
                 walk.finish(engine)
             return
-        readable = claims.readable(engine) if no_claims else None
+        readable = claim_table.readable(engine) if no_claims else None
         for walk in phase:
             _prepare(walk, engine)
             walk.claiming = no_claims is None and walk.integer_keys
-            if no_claims and walk.integer_keys and engine.dialect.name in claims.DIALECTS:
+            if no_claims and walk.integer_keys and engine.dialect.name in claim_table.DIALECTS:
                 walk.note(f"runners take turns: {no_claims}")
                 walk.keep_out = readable is True
                 if readable is False and not walk.finished:  # other runners may claim: fail closed
-                    walk.fail(RuntimeError(f"cannot read {claims.CLAIMS_TABLE}, so other runners' claimed keys "
+                    walk.fail(RuntimeError(f"cannot read {claim_table.CLAIMS_TABLE}, so other runners' claimed keys "
                                            "cannot be kept out of: grant SELECT on it"))
         connections = _Connections(engine, claiming=any(w.claiming for w in phase))
         try:
