@@ -39,3 +39,17 @@ class DatabaseError(PolicyError):
     """The database could not be reached or answered with an error."""
 
     exit_code = 2
+
+
+def interrupt_behind(exc: BaseException | None) -> KeyboardInterrupt | None:
+    """The interrupt (Ctrl-C, or the SIGTERM ``dbsync`` turns into one) *exc* is, or was raised
+    while handling: a cleanup step that fails on the connection the interrupt invalidated raises
+    another error in its place, which a handler of errors must not swallow (the run would go on
+    after the operator asked it to stop)."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__context__
+    return None
