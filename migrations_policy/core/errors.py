@@ -23,6 +23,19 @@ class PolicyError(Exception):
         return str(self.args[0])
 
 
+#: dbsync: a migration (a schema revision, or a data migration) failed while it ran.
+EXIT_MIGRATION_FAILED = 8
+
+
+class MigrationFailed(PolicyError):
+    """A schema revision failed while it ran (the database refused a statement, a lock wait gave up
+    after every retry, the script raised): its own work rolled back with its transaction, or is
+    journaled; revisions applied before it stay.  Exit 8, which no other outcome shares: 2 says the
+    request was not carried out at all (usage, configuration, unreachable database)."""
+
+    exit_code = EXIT_MIGRATION_FAILED
+
+
 class UsageError(PolicyError):
     """Bad command-line arguments or configuration."""
 
