@@ -440,12 +440,12 @@ def test_a_runner_token_already_held_is_drawn_again(db_engine, monkeypatch):
     taken = claim_table.new_token()
     claim_table.hold(busy, taken)
     draws = iter([taken, taken, claim_table.new_token()])
-    monkeypatch.setattr(claims, "new_token", lambda: next(draws))
+    monkeypatch.setattr(claim_table, "new_token", lambda: next(draws))
     with db_engine.connect() as conn:
         token = claim_table.hold_new(conn)
         assert token != taken
         claim_table.let_go(conn, token)
-        monkeypatch.setattr(claims, "new_token", lambda: taken)
+        monkeypatch.setattr(claim_table, "new_token", lambda: taken)
         with pytest.raises(claim_table.TokenInUse, match="already in use"):
             claim_table.hold_new(conn)
     busy.invalidate()
