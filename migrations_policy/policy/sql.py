@@ -39,11 +39,32 @@ _DROP_TARGETS = {"CONSTRAINT": m.DROP_CONSTRAINT, "FOREIGN": m.DROP_CONSTRAINT, 
 _END = Tok(OTHER, "", "")
 
 
+#: Definitions whose ``BEGIN ... END`` body (statements separated by ``;``) is one statement with them.
+_BODIED = {"TRIGGER", "FUNCTION", "PROCEDURE", "EVENT"}
+#: Words after ``END`` that close a block no ``BEGIN``/``CASE`` opened (``END IF``, ``END LOOP``, ...).
+_END_OF = {"IF", "LOOP", "WHILE", "REPEAT", "FOR"}
+
+
 def statements(sql: str, reading: Reading | None = None) -> list[list[Tok]]:
-    """*sql* split into statements (lists of tokens) on top-level semicolons, as *reading* splits it."""
-    result, current = [], []
-    for tok in tokens(sql, reading):
-        if tok.kind == PUNCT and tok.value == ";":
+    """*sql* split into statements (lists of tokens) on top-level semicolons, as *reading* splits it.
+    A ``CREATE TRIGGER/FUNCTION/PROCEDURE/EVENT`` with a ``BEGIN ... END`` body (MariaDB, SQLite,
+    PostgreSQL's ``BEGIN ATOMIC``) is one statement up to its ``END``, as the server reads it: its
+    body runs when the routine is called or the trigger fires, not when it is defined."""
+    result: list[list[Tok]] = []
+    current: list[Tok] = []
+    toks = tokens(sql, reading)
+    depth = 0
+    for i, tok in enumerate(toks):
+        if tok.kind == WORD and current and current[0].is_("CREATE"):
+            if tok.value == "BEGIN" and (depth or any(t.kind == WORD and t.value in _BODIED for t in current)):
+                depth += 1
+            elif tok.value == "CASE" and depth:
+                depth += 1
+            elif tok.value == "END" and depth:
+                following = toks[i + 1] if i + 1 < len(toks) else _END
+                if not (following.kind == WORD and following.value in _END_OF):
+                    depth -= 1
+        if tok.kind == PUNCT and tok.value == ";" and not depth:
             if current:
                 result.append(current)
             current = []
