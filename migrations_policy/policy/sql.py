@@ -418,6 +418,11 @@ def _do_block(toks: list[Tok], base: m.Operation, reading: Reading | None) -> li
     return found or [base]
 
 
+#: What ``EXPLAIN ANALYZE`` (PostgreSQL) and ``ANALYZE`` (MariaDB) run when they explain it.
+_EXPLAINED = {"SELECT", "INSERT", "UPDATE", "DELETE", "MERGE", "REPLACE", "WITH", "VALUES", "TABLE", "CREATE",
+              "EXECUTE", "DECLARE"}
+
+
 def classify_statement(toks: list[Tok], text: str = "", reading: Reading | None = None) -> list[m.Operation]:
     """The operations of one statement (see ``statements``)."""
     base = m.Operation(kind=m.OTHER, source="sql", text=text)
@@ -440,6 +445,11 @@ def classify_statement(toks: list[Tok], text: str = "", reading: Reading | None 
         return classify_statement(cur.rest(), text, reading)
     if first.is_("TRUNCATE"):
         return _truncate(cur, base)
+    if first.is_("EXPLAIN", "ANALYZE", "DESCRIBE", "DESC"):  # PostgreSQL's EXPLAIN ANALYZE, MariaDB's ANALYZE
+        rest = cur.rest()                                     # run the statement they explain: read it
+        start = next((i for i, t in enumerate(rest) if t.kind == WORD and t.value in _EXPLAINED), None)
+        if start is not None and (first.is_("ANALYZE") or _has(rest[:start], "ANALYZE")):
+            return classify_statement(rest[start:], text, reading)
     if first.is_("WITH"):
         return _with(toks, base, reading)
     for word, kind in (("UPDATE", m.UPDATE), ("DELETE", m.DELETE), ("INSERT", m.INSERT),

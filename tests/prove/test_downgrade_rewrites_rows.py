@@ -50,6 +50,10 @@ def _forms(dialect: str) -> dict[str, str]:
                                 'SELECT count(*) FROM gone")')
         forms["truncate_two"] = 'op.execute("TRUNCATE rt2_notes, nodes CASCADE")'
         forms["drop_type"] = 'op.execute("DROP TYPE rt2_mood CASCADE")'
+    if dialect == "postgresql":  # EXPLAIN ANALYZE runs the statement it explains
+        forms["explain_analyze"] = f'op.execute("EXPLAIN (ANALYZE, COSTS OFF) {delete}")'
+    if dialect == "mysql":  # so does MariaDB's ANALYZE
+        forms["analyze_delete"] = f'op.execute("ANALYZE {delete}")'
     if dialect == "mysql":
         forms["delete_multi"] = f'op.execute("DELETE nodes FROM nodes WHERE nodes.id > {ROWS}")'
     if dialect != "sqlite":  # a statement reading another table (MariaDB: LOCK TABLES would refuse it)
