@@ -130,8 +130,16 @@ def _relations(connection: Connection) -> dict[str, tuple[str, str]]:
 
 
 def _pin(connection: Connection, tables: list[str]) -> None:
-    """Keep a ``CREATE TRIGGER`` on *tables* out until the statement's transaction ends."""
+    """Keep a ``CREATE TRIGGER`` on *tables* out until the statement's transaction ends.  Not in
+    an ``autocommit_block()`` (PostgreSQL refuses ``LOCK TABLE`` outside a transaction; each
+    statement is its own transaction there, so a pin could not outlive the read anyway), and not
+    the framework's own tables (the journal's writes)."""
+    from migrations_policy.core.framework_tables import is_framework_table
+
     dialect = connection.dialect.name
+    tables = [t for t in tables if not is_framework_table(t) and t.lower() != "alembic_version"]
+    if dialect == "postgresql" and getattr(connection.connection.driver_connection, "autocommit", False):
+        return
     if dialect == "postgresql":
         from migrations_policy.expand.lock_timeout import _LockTable
 
