@@ -31,6 +31,7 @@ import sqlalchemy as sa
 from alembic import command as alembic_command
 from alembic.config import Config
 
+from migrations_policy.core.errors import EXIT_MIGRATION_FAILED
 from migrations_policy.core.framework_tables import is_framework_table
 
 from ..gate.expand_project import ExpandProject
@@ -140,7 +141,7 @@ def _one_case(seed: int, backend: str, tmp_path, server_for, capsys) -> None:
                 assert (history.schema(proj.engine), proj.heads(), _data(proj.engine)) == \
                     (before_schema, heads, before_data), step
                 continue
-            if code == 2 and how != "unforced" and ("truncated" in err or "too long" in err):
+            if code == EXIT_MIGRATION_FAILED and how != "unforced" and ("truncated" in err or "too long" in err):
                 # forced over a narrowed varchar that holds longer values: the database refuses the
                 # ALTER (MariaDB: the revision stays partly reverted, its journal resumes it); nothing
                 # that stays may have changed.  The operator shortens the values, and reruns.
