@@ -244,14 +244,15 @@ def _configure_prune(parser: argparse.ArgumentParser) -> None:
     _configure_online_data_migrations(parser)
     parser.add_argument("--dry-run", action="store_true",
                         help="count, per prune, the rows a run would delete now and those it would keep "
-                             "(referenced); delete nothing, lock no row (a count as of the read)")
+                             "(referenced), and with --max-count what a run of that budget would delete; "
+                             "delete nothing, lock no row (a count as of the read)")
 
 
 def _run_prune(args: argparse.Namespace) -> commands.Result:
     from migrations_policy.data.walk.report import choose_progress
 
     if args.dry_run:
-        return commands.prune(_project(args), dry_run=True, migrations=args.migration)
+        return commands.prune(_project(args), dry_run=True, migrations=args.migration, max_count=args.max_count)
 
     progress = choose_progress(getattr(args, "progress", "auto"), sys.stderr, getattr(args, "progress_interval", 5.0),
                                label="prune")

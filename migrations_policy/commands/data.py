@@ -133,8 +133,10 @@ def _project_prunes(project: Project, wanted: list[str]) -> list[Any]:
     return [p for p in prunes if p.name in wanted] if wanted else prunes
 
 
-def prune_dry_run_for_project(project: Project, migrations: Iterable[str] = ()) -> list[Any]:
-    """``dbsync prune --dry-run``: per prune, what a run would delete now (``data.prune.dry_run``)."""
+def prune_dry_run_for_project(project: Project, migrations: Iterable[str] = (), max_count: int | None = None
+                              ) -> list[Any]:
+    """``dbsync prune --dry-run``: per prune, what a run would delete now (``data.prune.dry_run``),
+    and with *max_count* what a run of that ``--max-count`` would."""
     from migrations_policy.data.prune.deletion import dry_run
 
     prunes = _project_prunes(project, list(migrations))
@@ -142,7 +144,7 @@ def prune_dry_run_for_project(project: Project, migrations: Iterable[str] = ()) 
         return []
     with project.connect():
         pass  # one-line error now if the database cannot be reached
-    return dry_run(project.engine, prunes)
+    return dry_run(project.engine, prunes, max_count)
 
 
 def prune_for_project(project: Project, **options: Unpack[BatchOptions]) -> tuple[RunReport, dict[str, int]]:

@@ -259,17 +259,36 @@ class PruneDryRunResult(Result):
     """``dbsync prune --dry-run``: per prune, the rows a run would delete, counted as of the read."""
 
     counts: list[Any] = field(default_factory=list)
+    max_count: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"dry_run": True, "prunes": [
+        found: dict[str, Any] = {"dry_run": True, "prunes": [
             {"name": c.name, "table": c.table, "would_delete": c.would_delete, "kept_referenced": c.kept_referenced,
-             "lower_bound": c.lower_bound} for c in self.counts]}
+             "lower_bound": c.lower_bound,
+             **({} if self.max_count is None else {"within_max_count": c.within_max_count,
+                                                   "max_count_shared": c.max_count_shared})}
+            for c in self.counts]}
+        if self.max_count is not None:
+            found["max_count"] = self.max_count
+            found["within_max_count"] = self.within_max_count()
+        return found
+
+    def within_max_count(self) -> int:
+        """What a run of ``--max-count`` deletes in all: the budget, or everything if less (the run
+        goes on level by level until either runs out)."""
+        return min(self.max_count or 0, sum(c.would_delete for c in self.counts))
 
     def text(self) -> str:
         if not self.counts:
             return "no prunes are declared (Prune objects in the data_migrations modules)"
         lines = [f"{c.name}: {c.table}: {'at least ' if c.lower_bound else ''}{c.would_delete:,} row(s) would be "
-                 f"deleted; {c.kept_referenced:,} kept (another table still references them)" for c in self.counts]
+                 f"deleted; {c.kept_referenced:,} kept (another table still references them)"
+                 + ("" if self.max_count is None else
+                    f"; {'up to ' if c.max_count_shared else ''}{c.within_max_count:,} by a run of --max-count "
+                    f"{self.max_count:,}") for c in self.counts]
+        if self.max_count is not None:
+            lines.append(f"a run of --max-count {self.max_count:,} deletes "
+                         f"{self.within_max_count():,} row(s) in all, children first")
         lines.append("dry run: counted as of this read, nothing deleted; rows written meanwhile change what a "
                      "run deletes")
         return "\n".join(lines)
@@ -283,7 +302,9 @@ def prune(project: Project, dry_run: bool = False,
     from migrations_policy.commands.data import prune_dry_run_for_project, prune_for_project
 
     if dry_run:
-        return PruneDryRunResult(counts=prune_dry_run_for_project(project, options.get("migrations", ())))
+        max_count = options.get("max_count")
+        return PruneDryRunResult(counts=prune_dry_run_for_project(project, options.get("migrations", ()), max_count),
+                                 max_count=max_count)
     report, kept = prune_for_project(project, **options)
     return PruneResult(exit_code=report.exit_code, report=report, kept=kept)
 

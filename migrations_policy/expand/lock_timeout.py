@@ -293,7 +293,7 @@ class _LockTable(DDLElement):
     """PostgreSQL ``LOCK TABLE t IN <mode> MODE``."""
 
     inherit_cache = False
-    _MODES = ("SHARE ROW EXCLUSIVE", "ACCESS EXCLUSIVE")
+    _MODES = ("ROW EXCLUSIVE", "SHARE ROW EXCLUSIVE", "ACCESS EXCLUSIVE")
 
     def __init__(self, table: sa.Table, mode: str = "SHARE ROW EXCLUSIVE"):
         if mode not in self._MODES:

@@ -39,11 +39,32 @@ _DROP_TARGETS = {"CONSTRAINT": m.DROP_CONSTRAINT, "FOREIGN": m.DROP_CONSTRAINT, 
 _END = Tok(OTHER, "", "")
 
 
+#: Definitions whose ``BEGIN ... END`` body (statements separated by ``;``) is one statement with them.
+_BODIED = {"TRIGGER", "FUNCTION", "PROCEDURE", "EVENT"}
+#: Words after ``END`` that close a block no ``BEGIN``/``CASE`` opened (``END IF``, ``END LOOP``, ...).
+_END_OF = {"IF", "LOOP", "WHILE", "REPEAT", "FOR"}
+
+
 def statements(sql: str, reading: Reading | None = None) -> list[list[Tok]]:
-    """*sql* split into statements (lists of tokens) on top-level semicolons, as *reading* splits it."""
-    result, current = [], []
-    for tok in tokens(sql, reading):
-        if tok.kind == PUNCT and tok.value == ";":
+    """*sql* split into statements (lists of tokens) on top-level semicolons, as *reading* splits it.
+    A ``CREATE TRIGGER/FUNCTION/PROCEDURE/EVENT`` with a ``BEGIN ... END`` body (MariaDB, SQLite,
+    PostgreSQL's ``BEGIN ATOMIC``) is one statement up to its ``END``, as the server reads it: its
+    body runs when the routine is called or the trigger fires, not when it is defined."""
+    result: list[list[Tok]] = []
+    current: list[Tok] = []
+    toks = tokens(sql, reading)
+    depth = 0
+    for i, tok in enumerate(toks):
+        if tok.kind == WORD and current and current[0].is_("CREATE"):
+            if tok.value == "BEGIN" and (depth or any(t.kind == WORD and t.value in _BODIED for t in current)):
+                depth += 1
+            elif tok.value == "CASE" and depth:
+                depth += 1
+            elif tok.value == "END" and depth:
+                following = toks[i + 1] if i + 1 < len(toks) else _END
+                if not (following.kind == WORD and following.value in _END_OF):
+                    depth -= 1
+        if tok.kind == PUNCT and tok.value == ";" and not depth:
             if current:
                 result.append(current)
             current = []
@@ -397,6 +418,11 @@ def _do_block(toks: list[Tok], base: m.Operation, reading: Reading | None) -> li
     return found or [base]
 
 
+#: What ``EXPLAIN ANALYZE`` (PostgreSQL) and ``ANALYZE`` (MariaDB) run when they explain it.
+_EXPLAINED = {"SELECT", "INSERT", "UPDATE", "DELETE", "MERGE", "REPLACE", "WITH", "VALUES", "TABLE", "CREATE",
+              "EXECUTE", "DECLARE"}
+
+
 def classify_statement(toks: list[Tok], text: str = "", reading: Reading | None = None) -> list[m.Operation]:
     """The operations of one statement (see ``statements``)."""
     base = m.Operation(kind=m.OTHER, source="sql", text=text)
@@ -419,6 +445,11 @@ def classify_statement(toks: list[Tok], text: str = "", reading: Reading | None 
         return classify_statement(cur.rest(), text, reading)
     if first.is_("TRUNCATE"):
         return _truncate(cur, base)
+    if first.is_("EXPLAIN", "ANALYZE", "DESCRIBE", "DESC"):  # PostgreSQL's EXPLAIN ANALYZE, MariaDB's ANALYZE
+        rest = cur.rest()                                     # run the statement they explain: read it
+        start = next((i for i, t in enumerate(rest) if t.kind == WORD and t.value in _EXPLAINED), None)
+        if start is not None and (first.is_("ANALYZE") or _has(rest[:start], "ANALYZE")):
+            return classify_statement(rest[start:], text, reading)
     if first.is_("WITH"):
         return _with(toks, base, reading)
     for word, kind in (("UPDATE", m.UPDATE), ("DELETE", m.DELETE), ("INSERT", m.INSERT),

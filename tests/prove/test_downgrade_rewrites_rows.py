@@ -50,6 +50,10 @@ def _forms(dialect: str) -> dict[str, str]:
                                 'SELECT count(*) FROM gone")')
         forms["truncate_two"] = 'op.execute("TRUNCATE rt2_notes, nodes CASCADE")'
         forms["drop_type"] = 'op.execute("DROP TYPE rt2_mood CASCADE")'
+    if dialect == "postgresql":  # EXPLAIN ANALYZE runs the statement it explains
+        forms["explain_analyze"] = f'op.execute("EXPLAIN (ANALYZE, COSTS OFF) {delete}")'
+    if dialect == "mysql":  # so does MariaDB's ANALYZE
+        forms["analyze_delete"] = f'op.execute("ANALYZE {delete}")'
     if dialect == "mysql":
         forms["delete_multi"] = f'op.execute("DELETE nodes FROM nodes WHERE nodes.id > {ROWS}")'
     if dialect != "sqlite":  # a statement reading another table (MariaDB: LOCK TABLES would refuse it)
@@ -69,6 +73,11 @@ def _forms(dialect: str) -> dict[str, str]:
             f'op.execute("CREATE PROCEDURE rt3_purge() LANGUAGE sql AS $f$ {body} $f$")\n'
             'op.execute("CALL rt3_purge()")')
         forms["routine_left_by_release_2"] = 'op.execute("SELECT public.rt3_left()")'
+        # a DDL that runs a routine per row: a volatile default fills every existing row
+        forms["routine_in_ddl"] = (
+            f'op.execute("CREATE FUNCTION rt5_purge() RETURNS text LANGUAGE plpgsql AS $f$ BEGIN {body}; '
+            f'RETURN \'x\'; END $f$")\n'
+            'op.execute("ALTER TABLE ports ADD COLUMN rt5 text DEFAULT rt5_purge()")')
     if dialect == "mysql":
         body = f"DELETE FROM nodes WHERE id > {ROWS}"
         forms["routine_call"] = (f'op.execute("CREATE PROCEDURE rt3_purge() {body}")\n'

@@ -215,3 +215,55 @@ def test_a_self_reference_makes_the_count_a_lower_bound(tmp_path, db_url, db_eng
     assert counted["would_delete"] <= ran["deleted"], (seed, counted, ran)
     after = _snapshot(db_engine, {"tree": tree})
     assert all(before["tree"][k] == row for k, row in after["tree"].items()), seed  # no ON DELETE action fired
+
+
+def test_the_dry_run_with_max_count_counts_what_that_run_deletes(tmp_path, db_url, db_engine, backend):
+    """``--dry-run --max-count N`` says what ``dbsync prune --max-count N`` then deletes: in all exactly
+    (children first, each level what the levels before it left of N), per prune exactly unless N
+    runs out in a level of several prunes (``max_count_shared``: each an upper bound, the sum exact)."""
+    seed = int(os.environ.get("MP_PRUNE_DRY_RUN_SEED") or random.randrange(1 << 30))
+    rng = random.Random(seed)
+    url = sa.make_url(db_url.render_as_string(hide_password=False))
+    case = _draw(rng, backend)
+    meta, tables = _tables(case)
+    meta.create_all(db_engine)
+    ledger.metadata.create_all(db_engine)
+    with db_engine.begin() as conn:
+        for name in case["names"]:
+            columns = [c.name for c in tables[name].columns]
+            conn.execute(sa.insert(tables[name]), [{c: r.get(c) for c in columns} for r in case["rows"][name]])
+    expected = _expected(case)
+    total = sum(n for n, _ in expected.values())
+    budget = rng.randint(1, total + 3) if total else rng.randint(1, 5)
+    batch = rng.choice([2, 3, 7, 50])
+    where = f"seed {seed}: edges {case['edges']}, pruned {case['pruned']}, --max-count {budget}, batch {batch}"
+    project = write_data_project(tmp_path, "prune_app", _module(case))
+    env = {**os.environ, "PYTHONPATH": str(project)}
+    before = _snapshot(db_engine, tables)
+    dry = subprocess.run(dbsync_argv(project, url, "--format", "json", "prune", "--dry-run", "--max-count",
+                                     str(budget)), capture_output=True, text=True, env=env, timeout=300)
+    assert dry.returncode == 0, f"{where}: {dry.stderr}"
+    said = json.loads(dry.stdout)
+    assert _snapshot(db_engine, tables) == before, f"{where}: the dry run changed rows"
+    assert said["max_count"] == budget and said["within_max_count"] == min(budget, total), f"{where}: {said}"
+    text = subprocess.run(dbsync_argv(project, url, "prune", "--dry-run", "--max-count", str(budget)),
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert text.returncode == 0 and f"--max-count {budget:,} deletes {min(budget, total):,} row(s)" in text.stdout, \
+        f"{where}: {text.stdout} {text.stderr}"
+
+    done = subprocess.run(dbsync_argv(project, url, "--format", "json", "prune", "--max-count", str(budget),
+                                      "--batch-size", str(batch)), capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode in (0, 1), f"{where}: {done.returncode} {done.stderr}"
+    report = json.loads(done.stdout)
+    deleted = {m["name"].removeprefix("prune_old_"): m["deleted"] for m in report["migrations"]}
+    assert sum(deleted.values()) == said["within_max_count"], f"{where}: the run deleted {deleted}, dry run {said}"
+    for prune in said["prunes"]:
+        ran = deleted.get(prune["table"], 0)
+        if prune["max_count_shared"]:
+            assert ran <= prune["within_max_count"], f"{where}: {prune} but the run deleted {ran}"
+        else:
+            assert ran == prune["within_max_count"], f"{where}: {prune} but the run deleted {ran}"
+    assert (done.returncode == 1) == (budget < total), f"{where}: exit {done.returncode}, total {total}"
+    after = _snapshot(db_engine, tables)
+    for name in case["names"]:  # what stays is unchanged, and no more went than the dry run said
+        assert all(before[name][k] == row for k, row in after[name].items()), f"{where}: {name} rows changed"

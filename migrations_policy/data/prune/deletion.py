@@ -265,7 +265,7 @@ def run_prunes(engine: Engine, prunes: list[Prune], options: Any, progress: Any 
     with engine.connect() as conn:
         levels = children_first(prunes, conn)
     remaining_budget = options.max_count
-    for level in levels:
+    for number, level in enumerate(levels):
         with engine.connect() as conn:
             converted = [(p, *as_migration(p, conn)) for p in level]
         registry = Registry(m for _, m, _ in converted)
@@ -284,6 +284,10 @@ def run_prunes(engine: Engine, prunes: list[Prune], options: Any, progress: Any 
         if remaining_budget is not None:
             remaining_budget -= report.migrated
             if remaining_budget <= 0:
+                # the budget ran out at a level's end: the later levels never start, and their rows
+                # may still be prunable (exit 1, "run again"; not 0, which says every prune is complete)
+                combined.unstarted = [p.name for later in levels[number + 1:] for p in later]
+                combined.max_count_reached = combined.max_count_reached or bool(combined.unstarted)
                 break
     return combined, kept
 
@@ -300,6 +304,11 @@ class WouldDelete:
     kept_referenced: int
     #: References among the prunes of one level (a table referencing itself, a cycle) counted as staying.
     lower_bound: bool = False
+    #: ``--max-count``: what a run with that budget deletes of it (None: no budget given).
+    within_max_count: int | None = None
+    #: ``--max-count`` ran out in a level of several prunes: the run's round robin shares the rest
+    #: between them, so *within_max_count* is an upper bound for each (their sum is exact).
+    max_count_shared: bool = False
 
 
 def _tally(condition: ColumnElement[bool]) -> ColumnElement[int]:
@@ -321,7 +330,28 @@ def _one_read(engine: Engine) -> Iterator[Connection]:
                 transaction.rollback()
 
 
-def dry_run(engine: Engine, prunes: list[Prune]) -> list[WouldDelete]:
+def within_budget(levels: list[list[WouldDelete]], max_count: int | None) -> list[WouldDelete]:
+    """*levels* (children first, as ``run_prunes`` goes) with what a run of ``--max-count``
+    *max_count* deletes of each: each level gets what is left of the budget after the levels
+    before it (``run_prunes``); a level of one prune takes all of it it can; in a level of several
+    the run's round robin shares it (``max_count_shared``: each an upper bound, their sum exact)."""
+    left = max_count
+    found: list[WouldDelete] = []
+    for level in levels:
+        total = sum(w.would_delete for w in level)
+        if left is None:
+            found += level
+            continue
+        if total <= left or len(level) == 1:
+            found += [dataclasses.replace(w, within_max_count=min(w.would_delete, left)) for w in level]
+        else:
+            found += [dataclasses.replace(w, within_max_count=min(w.would_delete, left), max_count_shared=True)
+                      for w in level]
+        left = max(left - total, 0)
+    return found
+
+
+def dry_run(engine: Engine, prunes: list[Prune], max_count: int | None = None) -> list[WouldDelete]:
     """What ``run_prunes`` would delete, per prune, with no writer meanwhile: counted, nothing deleted.
 
     A prune's rows go when prunable (``where``, a non-NULL key: batches never select a NULL one) and
@@ -331,10 +361,12 @@ def dry_run(engine: Engine, prunes: list[Prune]) -> list[WouldDelete]:
     References among the prunes of one level (a table referencing itself, a cycle) count as staying:
     the run may still take such a row when the batch of the row referencing it ran first, so for
     those the count is a lower bound (``lower_bound``)."""
-    found: list[WouldDelete] = []
+    levels: list[list[WouldDelete]] = []
     with _one_read(engine) as conn:
         going: dict[str, tuple[Prune, sa.Select]] = {}  # table: its prune, the keys it would delete
         for level in children_first(prunes, conn):
+            found: list[WouldDelete] = []
+            levels.append(found)
             in_level = {p.table.name for p in level}
             decided = {}
             for prune in level:
@@ -363,4 +395,4 @@ def dry_run(engine: Engine, prunes: list[Prune]) -> list[WouldDelete]:
                                          lower))
                 decided[prune.table.name] = (prune, sa.select(key).where(goes))
             going.update(decided)
-    return found
+    return within_budget(levels, max_count)

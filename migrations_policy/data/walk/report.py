@@ -63,6 +63,9 @@ class RunReport:
     seconds: float = 0.0
     #: Ctrl-C or SIGTERM stopped the run (the batch in progress rolled back).
     interrupted: bool = False
+    #: Selected but never started: ``--max-count`` ran out before their turn (``dbsync prune``'s later
+    #: levels).  Work may remain there: the run exits 1, as for a walk stopped before its end.
+    unstarted: list[str] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -74,7 +77,7 @@ class RunReport:
             return EXIT_INTERRUPTED
         if states & {ledger.ERROR, ledger.STUCK}:
             return EXIT_FAILED
-        if states - set(_AS_FAR_AS_IT_GETS):
+        if states - set(_AS_FAR_AS_IT_GETS) or self.unstarted:
             return EXIT_MORE_WORK
         if states & {ledger.CAUGHT_UP, ledger.WAITING}:
             return EXIT_CAUGHT_UP
@@ -87,7 +90,7 @@ class RunReport:
     def to_dict(self) -> dict[str, Any]:
         return {
             "exit_code": self.exit_code, "migrated": self.migrated, "max_count": self.max_count,
-            "max_count_reached": self.max_count_reached, "caught_up": self.exit_code == EXIT_CAUGHT_UP,
+            "max_count_reached": self.max_count_reached, "unstarted": list(self.unstarted), "caught_up": self.exit_code == EXIT_CAUGHT_UP,
             "interrupted": self.interrupted, "seconds": round(self.seconds, 3),
             "migrations": [m.to_dict() for m in self.migrations],
         }

@@ -239,6 +239,7 @@ class _Judge:
         from migrations_policy.gate.drops.drop_guard import _batch_drops
         from migrations_policy.policy.sql import from_sql
 
+        from migrations_policy.gate.drops.fired import fires
         from migrations_policy.gate.drops.routines import runs_routine
 
         try:
@@ -253,6 +254,13 @@ class _Judge:
             found += destroying(tables)
         if runs_routine(self.connection, statement):  # code the text does not show (``routines``)
             found.append((UNCOUNTABLE, statement))
+        fired = fires(self.connection, statement)  # triggers, rules, event triggers of the application
+        if fired:
+            shown = " ".join(statement.split())
+            shown = shown if len(shown) <= 120 else shown[:117] + "..."
+            found.append((UNCOUNTABLE, f"{shown} fires {', '.join(c.describe() for c in fired[:3])}"
+                                       f"{f' and {len(fired) - 3} more' if len(fired) > 3 else ''} "
+                                       "(code of the application, which may write any table)"))
         return list(dict.fromkeys(found))
 
     def before(self, statement: str) -> None:
@@ -303,7 +311,10 @@ class DriverDropRefused(CommandError):
     exit_code = EXIT_REFUSED
 
     def __init__(self, revision: str, gone: list[Target]):
-        what = ", ".join(f"rows of {t}" if c == REWRITTEN else f"{t}.{c}" if c else f"table {t}" for t, c in gone)
+        from migrations_policy.gate.drops.raw_paths import FIRED
+
+        what = ", ".join(f"rows of {t}" if c == REWRITTEN else f"the rows trigger {t} (of the application) writes"
+                         if c == FIRED else f"{t}.{c}" if c else f"table {t}" for t, c in gone)
         super().__init__(f"downgrade refused: revision {revision} drops {what} through the database driver "
                          "directly, where the rows it would lose cannot be counted; drop it with an alembic "
                          "operation or op.execute (judged), or rerun with --force --reason '...' (dbsync "

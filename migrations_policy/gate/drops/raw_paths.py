@@ -49,6 +49,9 @@ from sqlalchemy.engine import Connection
 #: The column of what a watch that sets ``watches_rows`` is told a statement changes when it deletes
 #: or updates rows of a table (SQLite's authorizer: ``SQLITE_DELETE``, ``SQLITE_UPDATE``).
 ROWS = "<rows it deletes or rewrites>"
+#: The column of what such a watch is told when a statement runs a trigger of the application (SQLite's
+#: authorizer: a write whose inner-most trigger is not one of the framework's): its table is the trigger.
+FIRED = "<a trigger of the application it fires>"
 
 
 class Watch(Protocol):
@@ -182,7 +185,12 @@ def _sqlite_authorizer(driver: sqlite3.Connection, watch: Watch) -> Iterator[Non
         else getattr(keeper, "refuse_transaction_end", None)
     ending = []  # SQLAlchemy's own COMMIT/ROLLBACK of the revision's transaction, about to be prepared
 
-    def authorize(action: int, first: str | None, second: str | None, third: str | None, _: Any) -> int:
+    from migrations_policy.data.remaining.completion import TRIGGER_PREFIX
+    from migrations_policy.window.sync_triggers import PREFIX
+
+    framework = (PREFIX, TRIGGER_PREFIX)  # their names only: no query may run inside the authorizer
+
+    def authorize(action: int, first: str | None, second: str | None, third: str | None, inner: Any) -> int:
         if action == sqlite3.SQLITE_TRANSACTION and keeps_transaction and first in ("COMMIT", "ROLLBACK"):
             # sqlite3's executescript COMMITs the open transaction before its script, and a script may
             # say COMMIT or ROLLBACK itself: the revision's transaction would end part-way, and a
@@ -199,6 +207,9 @@ def _sqlite_authorizer(driver: sqlite3.Connection, watch: Watch) -> Iterator[Non
             gone = [(first, None)]
         elif action == sqlite3.SQLITE_ALTER_TABLE and second:
             gone = [(second, third)]  # (database, table, the dropped column or None)
+        elif rows_watched and inner and action in (sqlite3.SQLITE_INSERT, sqlite3.SQLITE_DELETE, sqlite3.SQLITE_UPDATE) \
+                and not inner.lower().startswith(framework):
+            gone = [(inner, FIRED)]  # code of the application a write fires (``fired``): no count can follow it
         elif action in (sqlite3.SQLITE_DELETE, sqlite3.SQLITE_UPDATE) and first and rows_watched \
                 and not first.lower().startswith("sqlite_"):
             gone = [(first, ROWS)]  # a DELETE or UPDATE of the table's rows (a downgrade's watch only)

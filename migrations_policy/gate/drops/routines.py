@@ -8,6 +8,12 @@ run is forced).  Whether a name is one of the application's routines is asked of
 catalog, in the statement's transaction, as the statement is about to run: a routine created
 earlier in the same downgrade, or left in the database by the release being reverted, counts alike.
 
+A DDL statement runs what it evaluates over the existing rows (``ALTER TABLE ... ADD COLUMN c
+DEFAULT purge()`` with a volatile function fills every row by calling it; ``USING f(c)``; a
+functional index; a ``CHECK``; ``CREATE TABLE ... AS SELECT f()``): ``ALTER`` and ``CREATE`` are
+asked too, except those that only define or rename code (``CREATE FUNCTION/TRIGGER/VIEW/...``,
+``ALTER FUNCTION/TRIGGER/...``).
+
 What keeps every row: the database's built-in functions (PostgreSQL's ``pg_catalog`` and
 ``information_schema``; MariaDB's native functions, which ``information_schema.ROUTINES`` does not
 list, and its ``sys``/``mysql`` schemas); definitions (``CREATE FUNCTION/PROCEDURE/TRIGGER`` run
@@ -24,6 +30,14 @@ from sqlalchemy.engine import Connection
 #: Leading keywords of statements that can call a routine (a ``CREATE`` defines one, runs none).
 _RUNS = frozenset({"select", "with", "values", "insert", "update", "delete", "merge", "replace", "set", "do",
                    "table", "call", "execute", "exec"})
+#: DDL that evaluates expressions over existing rows (a volatile ``DEFAULT f()`` filling every row, a
+#: ``USING f(c)`` type change, a functional index, a ``CHECK``, ``CREATE TABLE ... AS SELECT f()``).
+_DDL = frozenset({"alter", "create"})
+#: ... except where it only defines code or names one (run later, when called or fired).
+_DEFINES = re.compile(r"\s*(?:create\s+(?:or\s+replace\s+)?(?:definer\s*=\s*\S+\s+)?(?:constraint\s+|temp\w*\s+)*"
+                      r"(?:function|procedure|trigger|view|rule|event|aggregate|type|domain|cast|operator|language|"
+                      r"policy|schema|extension|sequence|role|user|publication|subscription|server|collation)"
+                      r"|alter\s+(?:function|procedure|routine|trigger|event|aggregate|operator))\b", re.I)
 _STRING = re.compile(r"'(?:[^']|'')*'|\$(\w*)\$.*?\$\1\$", re.S)
 _COMMENT = re.compile(r"--[^\n]*|/\*.*?\*/", re.S)
 _CALLED = re.compile(r'(?:"((?:[^"]|"")+)"|`([^`]+)`|([A-Za-z_][\w$]*))\s*\(')
@@ -45,7 +59,9 @@ def _leading_keyword(statement: str) -> str:
 def runs_routine(connection: Connection, statement: str) -> bool:
     """*statement* runs a stored routine of the application (always: ``CALL``)."""
     keyword = _leading_keyword(statement)
-    if keyword not in _RUNS:
+    if keyword not in _RUNS and keyword not in _DDL:
+        return False
+    if keyword in _DDL and _DEFINES.match(_COMMENT.sub(" ", statement)):
         return False
     if keyword == "call":
         return True
