@@ -169,6 +169,14 @@ class OnlineUniqueConstraint(PolicyOp):
         return Batch(self.create.table_name, [self.create.reverse()], self.create.schema)
 
 
+class GuessedRenameRefusal(PolicyOp):
+    """Expand, first: the refusal of an unconfirmed GUESSED rename (``sync_triggers.GuessedRename``),
+    which the developer deletes to confirm it."""
+
+    def __init__(self, table: str, old: str, new: str, data_migration: str):
+        self.table, self.old, self.new, self.data_migration = table, old, new, data_migration
+
+
 class NarrowingSyncTrigger(PolicyOp):
     """Expand: ``op.create_sync_trigger`` whose ``up`` copies only values that fit *length*
     (a longer one leaves the new column NULL instead of failing the old release's write)."""
@@ -255,6 +263,18 @@ def _online_unique(autogen_context, op: OnlineUniqueConstraint) -> list[str]:
         "else:",
         *_batch(autogen_context, Batch(create.table_name, [create], create.schema)),
         END,
+    ]
+
+
+@renderers.dispatch_for(GuessedRenameRefusal)
+def _guessed_rename_refusal(autogen_context, op: GuessedRenameRefusal) -> list[str]:
+    return [
+        f"# GUESSED: {op.table}.{op.old} -> {op.new} looks like a rename (a dropped and an added column of a",
+        "# similar type), which autogenerate cannot tell from two unrelated changes.  CONFIRM it: delete",
+        "# the next line.  If it is not a rename, delete it too, the sync triggers of the pair below and",
+        f"# in the contract script, and the {op.data_migration!r} data migration (contract then drops",
+        f"# {op.old!r}: move its data or record drops_data).  Until then this script refuses to run.",
+        f"raise migrations_policy.window.sync_triggers.GuessedRename({op.table!r}, {op.old!r}, {op.new!r})",
     ]
 
 

@@ -402,16 +402,16 @@ class Planner:
         """A dropped and an added column of the same kind of type, each the only one on the table,
         may be a rename (``moves.guessed_renames``): a copy stub and sync triggers, both marked
         GUESSED (the new release writes only the new column, and without the triggers the copy
-        would take that for old code's divergence and overwrite it).  Every other dropped column
+        would take that for old code's divergence and overwrite it).  A guess fails closed: the
+        expand script raises ``GuessedRename`` first in ``upgrade()`` until the developer deletes
+        that line (confirmed) or the pair (not a rename).  Every other dropped column
         gets a move stub that fails closed (``moves.column_stub``): nothing drops data silently."""
         paired = moves.guessed_renames(added, dropped)
         for drop, add in paired:
             old = drop.to_column()
             name = stubs.migration_name(table, add.column.name, "from", old.name)
-            guessed = (f"GUESSED: {table}.{old.name} -> {add.column.name} looks like a rename (a dropped and "
-                       "an added column\nof a similar type); if it is not, delete the sync triggers here "
-                       f"and in the contract,\nand the {name!r} data migration.")
-            self.plan.expand.append(Note(guessed))
+            # a guess does not run before someone confirms it: first in expand, nothing applied before
+            self.plan.expand.insert(0, render.GuessedRenameRefusal(table, old.name, add.column.name, name))
             self._synced_copy(table, old.name, add.column.name, old.type, add.column.type, work,
                               stubs.Stub(stubs.COPY, name, table, self._key_of(table), add.column.name,
                                          source=old.name, guessed=True))

@@ -57,6 +57,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import sys
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
@@ -414,6 +415,22 @@ class DropSyncTriggerOp(MigrateOperation):
             return self.recreate
         return CreateSyncTriggerOp(self.pair.table, self.pair.old, self.pair.new,
                                    new_has_default=self.new_has_default)
+
+
+class GuessedRename(CommandError):
+    """A GUESSED rename nobody confirmed: the generated expand script raises it before anything
+    runs (the split writes ``raise ...GuessedRename(table, old, new)`` first in ``upgrade()``).
+    Autogenerate cannot tell a rename from a dropped and an added column of one kind; run as a
+    rename when it is not, the sync triggers would carry the new release's writes into the old
+    column (the previous release's data) and the copy would let contract drop it as moved."""
+
+    def __init__(self, table: str, old: str, new: str):
+        caller = sys._getframe(1)
+        where = f"{caller.f_code.co_filename}:{caller.f_lineno}"
+        super().__init__(
+            f"{where}: GUESSED rename {table}.{old} -> {new} is not confirmed: if it is a rename, delete this line; "
+            "if not, delete it, the pair's sync triggers (here and in the contract script) and its copy data "
+            "migration")
 
 
 class SyncPairRefused(CommandError):

@@ -6,7 +6,7 @@ GUESSED rename (a dropped ``Text`` / ``String(3w)`` / ``BigInteger`` column and 
 Release N goes on writing the old column after expand, drawn values at, under and over the new
 width (or the new type's bounds): none of its writes may fail; a value that fits reaches the new
 column exactly; one that does not leaves it NULL, the data migration reports the row as stuck
-(exit 2), the gate refuses contract, and nothing release N wrote changes.  Once release N shortens
+(``EXIT_FAILED``), the gate refuses contract, and nothing release N wrote changes.  Once release N shortens
 those values, the data migration completes and contract runs with every value in the new column.
 
 ``MP_NARROWING_COPY_SEEDS`` (default 3) draws per backend; ``MP_NARROWING_COPY_SEED`` replays one.
@@ -20,7 +20,9 @@ import re
 import pytest
 import sqlalchemy as sa
 
-from .conftest import drawn_seeds
+from migrations_policy.data.walk.report import EXIT_FAILED
+
+from .conftest import confirm_guessed_renames, drawn_seeds
 
 SEEDS = drawn_seeds("MP_NARROWING_COPY")
 CASES = ["guessed_text", "guessed_str", "type_str", "type_int", "guessed_int"]
@@ -110,6 +112,8 @@ def _attack(workspace, seed) -> None:
     files = workspace.revision("release n plus 1")
     expand, data = files["expand"].read_text(), files["data"].read_text()
     print(expand, data, sep="\n-----\n")
+    if case.startswith("guessed"):  # the documented edit: the guess is right (it refuses to run until then)
+        assert confirm_guessed_renames(files["expand"]) == 1
     workspace.upgrade("expand@head")
     release_n_writes(rng.randint(4, 10))  # release N's writes after expand: none may fail
     workspace.use_data_migrations(files["data"])
@@ -124,7 +128,7 @@ def _attack(workspace, seed) -> None:
         assert found[key][1] == expected, (f"row {key}: {value!r} copied as {found[key][1]!r}, expected "
                                            f"{expected!r} (new width or type: {case} {width})")
     if over:
-        assert code == 2, f"rows that do not fit ({sorted(over)}) are not reported as stuck: exit {code}"
+        assert code == EXIT_FAILED, f"rows that do not fit ({sorted(over)}) are not reported as stuck: exit {code}"
         with pytest.raises(Exception, match="not complete|pending|refus"):
             workspace.upgrade("heads")
         assert _read(engine, [old])  == {k: (v,) for k, v in written.items()}, "a refused contract changed data"
