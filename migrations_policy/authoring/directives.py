@@ -116,7 +116,7 @@ def _explicit_rev_id(context) -> bool:
 def _script(rev_id: str, operations: list, message: str | None, phase: str, version_path: str) -> ops.MigrationScript:
     downgrade = [r for r in (op.reverse() for op in reversed(operations)) if r is not None]
     sync = (CreateSyncTriggerOp, DropSyncTriggerOp, render.NarrowingSyncTrigger, render.ConvertingSyncTrigger,
-            render.GuessedRenameRefusal)
+            render.GuessedRenameRefusal, render.UncheckedConversionRefusal)
     imports = {SYNC_TRIGGERS_IMPORT} if any(isinstance(op, sync) for op in operations) else set()
     if any(isinstance(op, render.ConvertingSyncTrigger) for op in operations):
         imports.add(render.CONVERT_IMPORT)

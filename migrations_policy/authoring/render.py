@@ -177,6 +177,14 @@ class GuessedRenameRefusal(PolicyOp):
         self.table, self.old, self.new, self.data_migration = table, old, new, data_migration
 
 
+class UncheckedConversionRefusal(PolicyOp):
+    """Expand, first: a type change the split cannot guard (``sync_triggers.UncheckedConversion``)
+    refuses to run until the developer writes the conversion and deletes the line."""
+
+    def __init__(self, table: str, old: str, new: str, old_type: Any, new_type: Any):
+        self.table, self.old, self.new, self.old_type, self.new_type = table, old, new, old_type, new_type
+
+
 class NarrowingSyncTrigger(PolicyOp):
     """Expand: ``op.create_sync_trigger`` whose ``up`` copies only values that fit *length*
     (a longer one leaves the new column NULL instead of failing the old release's write)."""
@@ -275,6 +283,18 @@ def _guessed_rename_refusal(autogen_context, op: GuessedRenameRefusal) -> list[s
         f"# in the contract script, and the {op.data_migration!r} data migration (contract then drops",
         f"# {op.old!r}: move its data or record drops_data).  Until then this script refuses to run.",
         f"raise migrations_policy.window.sync_triggers.GuessedRename({op.table!r}, {op.old!r}, {op.new!r})",
+    ]
+
+
+@renderers.dispatch_for(UncheckedConversionRefusal)
+def _unchecked_conversion_refusal(autogen_context, op: UncheckedConversionRefusal) -> list[str]:
+    return [
+        f"# UNCHECKED CONVERSION {op.table}.{op.old} ({op.old_type!r}) -> {op.new} ({op.new_type!r}): a plain",
+        "# copy may fail the previous release's writes (a value the new type cannot hold) or change a value,",
+        "# and the split knows no guard for these types.  FILL IN: give create_sync_trigger below an up= that",
+        "# leaves a value that does not convert NULL (see migrations_policy.data.convert), the copy data",
+        "# migration the same guard, then delete the next line.  Until then this script refuses to run.",
+        f"raise migrations_policy.window.sync_triggers.UncheckedConversion({op.table!r}, {op.old!r}, {op.new!r})",
     ]
 
 

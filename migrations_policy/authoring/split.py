@@ -182,7 +182,11 @@ class Planner:
         dropped_indexes = {str(o.index_name) for o in container.ops if isinstance(o, ops.DropIndexOp)}
         for op in container.ops:
             if isinstance(op, ops.AlterColumnOp):
-                for part in classify.single_aspects(op):
+                parts = classify.single_aspects(op)
+                copied = not new and any(self._replaces(part) for part in parts)
+                for part in parts:
+                    if copied and self._old_column_only(part):
+                        continue  # contract drops the old column: its own contract steps are moot
                     self._alter(part, work)
             elif isinstance(op, ops.AddColumnOp):
                 self._add_column(op, new, work)
@@ -265,6 +269,13 @@ class Planner:
         if operation.kind == m.WIDEN_VARCHAR:
             return not classify.in_place_everywhere(operation, self.dialects, self.context)
         return classify.phase(operation) == m.MULTI_STEP
+
+    def _old_column_only(self, op: ops.AlterColumnOp) -> bool:
+        """*op* (an aspect of a column that a copy replaces) is a contract step of the old column (SET
+        NOT NULL, DROP DEFAULT): placed in contract it ran after the old column's drop ('no such
+        column'); the copy carries NOT NULL itself (``_replace_column``), and has no default."""
+        operation = classify.describe(op)
+        return not self._replaces(op) and (operation.kind == m.SET_NOT_NULL or classify.phase(operation) == m.CONTRACT)
 
     def _alter(self, op: ops.AlterColumnOp, work: _TableWork) -> None:
         operation = classify.describe(op)
@@ -392,6 +403,8 @@ class Planner:
             stub.conversion = target
             stub.types[old] = stubs.generic_type(old_type)  # declared: the guard reads an integer as one
         else:
+            if not convert.always_holds(old_type, new_type):  # no guard known: refuses until written
+                self.plan.expand.insert(0, render.UncheckedConversionRefusal(table, old, new, old_type, new_type))
             # the rule recorded: the split adds the new column without a server default
             trigger = CreateSyncTriggerOp(table, old, new, new_has_default=False)
         self.plan.expand.append(trigger)

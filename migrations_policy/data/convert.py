@@ -61,6 +61,30 @@ def needs_guard(old: Any, new: Any) -> bool:
     return old_bits is not None and new_bits is not None and new_bits < old_bits
 
 
+def always_holds(old: Any, new: Any) -> bool:
+    """Every value of *old* is a value of *new* as it is, so a plain copy never fails nor changes
+    one (a longer or unbounded string, a wider integer, an enum gaining values, a wider numeric,
+    the same kind otherwise); False when that cannot be shown."""
+    if isinstance(old, sa.Enum) or isinstance(new, sa.Enum):
+        return isinstance(old, sa.Enum) and isinstance(new, sa.Enum) and set(old.enums) <= set(new.enums)
+    if isinstance(old, sa.String) and isinstance(new, sa.String):
+        return new.length is None or (old.length is not None and old.length <= new.length)
+    old_bits, new_bits = integer_bits(old), integer_bits(new)
+    if old_bits is not None or new_bits is not None:
+        return old_bits is not None and new_bits is not None and old_bits <= new_bits
+    if isinstance(old, sa.Numeric) and isinstance(new, sa.Numeric) and not isinstance(old, sa.Float) \
+            and not isinstance(new, sa.Float):
+        if new.precision is None:
+            return True
+        if old.precision is None:
+            return False
+        old_scale, new_scale = old.scale or 0, new.scale or 0
+        return new_scale >= old_scale and new.precision - new_scale >= old.precision - old_scale
+    if isinstance(old, sa.Numeric) or isinstance(new, sa.Numeric):
+        return isinstance(old, sa.Float) and isinstance(new, sa.Float)
+    return old._type_affinity is new._type_affinity
+
+
 class integer_text(FunctionElement):
     """True when the text argument is an integer of at most ``digits`` digits (NULL: NULL)."""
 

@@ -433,6 +433,21 @@ class GuessedRename(CommandError):
             "migration")
 
 
+class UncheckedConversion(CommandError):
+    """A type change whose plain copy the split cannot show to hold every value (``String`` ->
+    ``Date``, a narrower ``Numeric``, ``Float`` -> ``Integer``) and for which it knows no guard:
+    the generated expand raises it first in ``upgrade()`` until the developer writes ``up=`` (and
+    the copy) so that a value that does not convert leaves the new column NULL, then deletes it."""
+
+    def __init__(self, table: str, old: str, new: str):
+        caller = sys._getframe(1)
+        where = f"{caller.f_code.co_filename}:{caller.f_lineno}"
+        super().__init__(
+            f"{where}: {table}.{old} -> {new}: a plain copy may fail release N's writes or change a value, and the "
+            "split knows no guard for these types: give the sync trigger an up= that leaves a value that does not "
+            "convert NULL (and the copy data migration the same guard), then delete this line")
+
+
 class SyncPairRefused(CommandError):
     """The pair's INSERT rule cannot be chosen: both columns have a server default (on INSERT
     neither side's value can be told from its default, so the triggers could copy a default over
