@@ -1,6 +1,6 @@
 """Authoring migrations under the expand/contract policy.
 
-* ``split``: the autogenerate split (``process_revision_directives``) writing an
+* ``split``: the autogenerate split (``directives.process_revision_directives``) writing an
   expand and a contract script, asking the knowledge base (``policy``) where
   each op belongs; ``render`` renders the online forms; ``stubs`` writes
   data-migration stubs;
@@ -22,7 +22,7 @@ _LAZY = {
     "object_table": ".versioned",
     "is_object_table": ".versioned",
     "configure_object_versions": ".versioned",
-    "process_revision_directives": ".split",
+    "process_revision_directives": ".directives",
 }
 
 

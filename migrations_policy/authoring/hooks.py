@@ -1,7 +1,7 @@
 """What ``environment.configure_options`` adds for authoring: the split and the comparators.
 
 Cheap on purpose: env.py runs it for every alembic command, and the split
-itself (``authoring.split``) is imported only when autogenerate calls it.
+itself (``authoring.directives``) is imported only when autogenerate calls it.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def autogenerate_options(context: Any, project_hook: Callable[..., None] | None 
     def process_revision_directives(migration_context, revision, directives) -> None:
         if project_hook is not None:
             project_hook(migration_context, revision, directives)
-        from migrations_policy.authoring.split import process_revision_directives as split
+        from migrations_policy.authoring.directives import process_revision_directives as split
 
         split(migration_context, revision, directives)
 

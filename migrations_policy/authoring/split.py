@@ -1,5 +1,6 @@
 """The autogenerate split: one ``alembic revision --autogenerate -m MSG`` → an expand
-script and a contract script (``process_revision_directives``).
+script and a contract script (``directives.process_revision_directives`` writes what the
+``Planner`` here decides).
 
 Each op autogenerate found is described to the knowledge base
 (``classify.describe`` → ``policy.phase_of``) and placed:
@@ -20,26 +21,23 @@ Each op autogenerate found is described to the knowledge base
 
 Data migrations go to a stub module (``stubs``); the contract script lists them
 in ``requires_data_migrations`` for the gate.  An empty phase writes no file.
+A replaced column's indexes and unique constraints move to its copy (``replaced_indexes``).
 """
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
-from alembic import command as alembic_command
 from alembic.operations import ops
 from alembic.util import CommandError
-from alembic.util import rev_id as new_rev_id
 
 from migrations_policy.data import convert
 from migrations_policy.policy import model as m
-from migrations_policy.authoring import classify, enums, moves, render, stubs
+from migrations_policy.authoring import classify, enums, moves, render, replaced_indexes, stubs
 from migrations_policy.window.sync_triggers import CreateSyncTriggerOp, DropSyncTriggerOp
-from migrations_policy.authoring.render import SYNC_TRIGGERS_IMPORT, Batch, Note
+from migrations_policy.authoring.render import Batch, Note
 
 EXPAND, CONTRACT = "expand", "contract"
 
@@ -66,14 +64,17 @@ class _TableWork:
 
     drop_triggers: list = field(default_factory=list)  # sync triggers: before the columns they use go
     validate: list = field(default_factory=list)
+    early: list = field(default_factory=list)  # a replaced column's unique guarantee: built before the old goes
     drop_constraints: list = field(default_factory=list)
     drop_indexes: list = field(default_factory=list)
     alters: list = field(default_factory=list)  # alter / drop column, inside batch_alter_table
     set_not_null: list = field(default_factory=list)
     after: list = field(default_factory=list)
+    #: {old column: its copy} of the type changes on this table (``Planner._replace_column``)
+    replaced: dict = field(default_factory=dict)
 
     def operations(self, table: str, schema: str | None) -> list:
-        out = list(self.drop_triggers) + self.validate + self.set_not_null
+        out = list(self.drop_triggers) + self.validate + self.set_not_null + self.early
         if self.drop_constraints:
             out.append(Batch(table, self.drop_constraints, schema))
         out.extend(self.drop_indexes)
@@ -174,15 +175,32 @@ class Planner:
         work = _TableWork()
         added = [o for o in container.ops if isinstance(o, ops.AddColumnOp)]
         dropped = [o for o in container.ops if isinstance(o, ops.DropColumnOp)]
+        # columns a copy replaces: their indexes and unique constraints move with them (below)
+        replacing = set() if new else {part.column_name for op in container.ops if isinstance(op, ops.AlterColumnOp)
+                                       for part in classify.single_aspects(op) if self._replaces(part)}
+        moved_names: set[str] = set()
+        dropped_indexes = {str(o.index_name) for o in container.ops if isinstance(o, ops.DropIndexOp)}
         for op in container.ops:
             if isinstance(op, ops.AlterColumnOp):
-                for part in classify.single_aspects(op):
+                parts = classify.single_aspects(op)
+                copied = not new and any(self._replaces(part) for part in parts)
+                for part in parts:
+                    if copied and self._old_column_only(part):
+                        continue  # contract drops the old column: its own contract steps are moot
                     self._alter(part, work)
             elif isinstance(op, ops.AddColumnOp):
                 self._add_column(op, new, work)
             elif isinstance(op, ops.DropColumnOp):
                 self._relax_before_drop(op.table_name, op.to_column(), op.schema)
                 work.alters.append(op)
+            elif isinstance(op, (ops.CreateIndexOp, ops.CreateUniqueConstraintOp)) and op.columns \
+                    and replacing & {str(getattr(c, "name", c)) for c in op.columns}:
+                moved_names.add(str(op.index_name if isinstance(op, ops.CreateIndexOp) else op.constraint_name))
+            elif isinstance(op, ops.CreateIndexOp) and not new and str(op.index_name) in dropped_indexes:
+                # redefined under its name (a guessed rename of one of its columns): the name is
+                # taken until contract drops the old index
+                work.after.append(render.ContractIndex(op, f"{op.index_name} is redefined: its name is taken until "
+                                                            "the old index is dropped just above"))
             elif isinstance(op, ops.CreateIndexOp):
                 self.plan.expand.append(op if new else render.OnlineIndex(op))
             elif isinstance(op, ops.DropIndexOp):
@@ -199,7 +217,35 @@ class Planner:
                 self._place(op, classify.describe(op, new_table=new), work)
         if not new:
             self._guess_renames(table, added, dropped, work)
+        for old, new_column in work.replaced.items():
+            found, refusals = replaced_indexes.moves(self._model_table(table), old, new_column, moved_names)
+            self.refusals.extend(refusals)
+            for item in found:
+                self._move_index(table, schema, item, work)
         self.plan.contract.extend(work.operations(table, schema))
+
+    def _move_index(self, table: str, schema: str | None, item: replaced_indexes.Moved, work: _TableWork) -> None:
+        """An index or unique constraint of a replaced column, moved to its copy (``replaced_indexes``)."""
+        unique = item.kind != replaced_indexes.INDEX
+        if item.kind == replaced_indexes.UNIQUE:
+            create = ops.CreateUniqueConstraintOp(item.new_name, table, item.new_columns, schema=schema)
+            if item.old_name is not None:
+                work.drop_constraints.append(ops.DropConstraintOp(
+                    item.old_name, table, type_="unique", schema=schema,
+                    _reverse=ops.CreateUniqueConstraintOp(item.old_name, table, item.old_columns, schema=schema)))
+        else:
+            create = ops.CreateIndexOp(item.new_name, table, item.new_columns, unique=unique, schema=schema)
+            if item.old_name is not None:
+                work.drop_indexes.append(render.OnlineIndex(ops.DropIndexOp(
+                    item.old_name, table, schema=schema,
+                    _reverse=ops.CreateIndexOp(item.old_name, table, item.old_columns, unique=unique, schema=schema))))
+        if not unique and not item.collides:
+            self.plan.expand.append(render.OnlineIndex(create))
+        elif not unique:
+            work.after.append(render.ContractIndex(create, f"{item.new_name} names the index on the old column "
+                                                           "until it is dropped just above"))
+        else:
+            self._unique(create, work, early=not item.collides)
 
     # -- column changes -------------------------------------------------------
     def _add_column(self, op: ops.AddColumnOp, new: bool, work: _TableWork) -> None:
@@ -214,6 +260,22 @@ class Planner:
         self.plan.expand.append(ops.AddColumnOp(op.table_name, nullable, schema=op.schema))
         self._set_not_null(ops.AlterColumnOp(op.table_name, column.name, schema=op.schema, modify_nullable=False,
                                              existing_type=column.type, existing_nullable=True), work)
+
+    def _replaces(self, op: ops.AlterColumnOp) -> bool:
+        """*op* (one aspect) is a type change ``_alter`` does with a copy (``_replace_column``)."""
+        operation = classify.describe(op)
+        if operation.kind == m.SET_NOT_NULL or op.modify_name is not None:
+            return False
+        if operation.kind == m.WIDEN_VARCHAR:
+            return not classify.in_place_everywhere(operation, self.dialects, self.context)
+        return classify.phase(operation) == m.MULTI_STEP
+
+    def _old_column_only(self, op: ops.AlterColumnOp) -> bool:
+        """*op* (an aspect of a column that a copy replaces) is a contract step of the old column (SET
+        NOT NULL, DROP DEFAULT): placed in contract it ran after the old column's drop ('no such
+        column'); the copy carries NOT NULL itself (``_replace_column``), and has no default."""
+        operation = classify.describe(op)
+        return not self._replaces(op) and (operation.kind == m.SET_NOT_NULL or classify.phase(operation) == m.CONTRACT)
 
     def _alter(self, op: ops.AlterColumnOp, work: _TableWork) -> None:
         operation = classify.describe(op)
@@ -283,12 +345,6 @@ class Planner:
         name = stubs.migration_name(table, new_name, "from", old)
         required = not model.nullable if model is not None else op.existing_nullable is False
         not_null = f", and makes {new_name!r} NOT NULL" if required else ""
-        narrowed = classify.narrowed_length(op.existing_type, new_type)
-        if narrowed is not None:
-            self.plan.expand.append(Note(
-                f"NARROWING {table}.{old} to {narrowed} characters: a longer value is not copied (the\n"
-                f"triggers leave {new_name!r} NULL, the data migration reports the row as stuck and the\n"
-                "gate refuses contract) until you shorten it.  MariaDB's length() counts bytes."))
         self.plan.expand.append(Note(
             f"{table}.{old} {what}: a column cannot change while old code runs.  This adds\n"
             f"{new_name!r} ({new_type!r}) and sync triggers: what the previous release writes to\n"
@@ -302,23 +358,8 @@ class Planner:
             f"stays {new_name!r}: back to {old!r} is a rename, another expand/contract cycle."))
         self.plan.expand.append(ops.AddColumnOp(table, sa.Column(new_name, new_type, nullable=True),
                                                 schema=op.schema))
-        conversion = convert.needs_guard(op.existing_type, new_type) and bool(stubs.generic_source(new_type))
-        if narrowed is not None:
-            self.plan.expand.append(render.NarrowingSyncTrigger(table, old, new_name, narrowed))
-        elif conversion:
-            self.plan.expand.append(Note(
-                f"CONVERSION {table}.{old} -> {new_type!r}: a value the new type cannot hold is not\n"
-                f"copied (the triggers leave {new_name!r} NULL, the data migration reports the row\n"
-                "as stuck and the gate refuses contract) until you fix it; old code's writes never fail."))
-            self.plan.expand.append(render.ConvertingSyncTrigger(table, old, new_name, "sa.String()",
-                                                                 stubs.generic_source(new_type)))
-        else:
-            self.plan.expand.append(CreateSyncTriggerOp(table, old, new_name))
-        work.drop_triggers.append(DropSyncTriggerOp(table, old, new_name))
-        self.plan.stubs.append(stubs.Stub(stubs.COPY, name, table, self._key_of(table), new_name, source=old,
-                                          types={old: op.existing_type, new_name: new_type},
-                                          max_length=narrowed,
-                                          conversion=stubs.generic_source(new_type) if conversion else None))
+        self._synced_copy(table, old, new_name, op.existing_type, new_type, work,
+                          stubs.Stub(stubs.COPY, name, table, self._key_of(table), new_name, source=old))
         old_column = sa.Column(old, op.existing_type, nullable=op.existing_nullable is not False,
                                server_default=op.existing_server_default or None)
         self._relax_before_drop(table, old_column, op.schema)
@@ -328,25 +369,65 @@ class Planner:
                                   existing_nullable=True),
                 stubs.migration_name("ck", table, new_name, "not_null")[:63]))
         work.alters.append(ops.DropColumnOp.from_column_and_tablename(op.schema, table, old_column))
+        if op.modify_name is None:
+            work.replaced[old] = new_name
+
+    def _synced_copy(self, table: str, old: str, new: str, old_type: Any, new_type: Any, work: _TableWork,
+                     stub: stubs.Stub) -> None:
+        """The sync triggers and the copy of one pair, whatever made it (a type change, a rename, a
+        guessed rename): one judgement of the copy's guard.  A value the new column cannot hold (a
+        longer string, an integer out of its range, text that is no integer) is never copied: it
+        would fail the previous release's write (PostgreSQL, strict MariaDB), or be kept too long or
+        coerced (SQLite).  The triggers leave the new column NULL, the copy leaves its row pending,
+        the runner reports it as stuck and the gate refuses contract until someone fixes the value."""
+        stub.types = {old: old_type, new: new_type, **stub.types}
+        narrowed = classify.narrowed_length(old_type, new_type)
+        if narrowed is not None:
+            self.plan.expand.append(Note(
+                f"NARROWING {table}.{old} to {narrowed} characters in {new!r}: a longer value is not copied\n"
+                f"(the triggers leave {new!r} NULL, the data migration reports the row as stuck and the\n"
+                "gate refuses contract) until you shorten it.  MariaDB's length() counts bytes."))
+            trigger = render.NarrowingSyncTrigger(table, old, new, narrowed)
+            stub.max_length = narrowed
+        elif convert.needs_guard(old_type, new_type):
+            source, target = stubs.generic_source(old_type), stubs.generic_source(new_type)
+            if not (source and target):
+                self.refusals.append(f"{table}.{old} -> {new}: a value of {old_type!r} may not fit {new_type!r}, and "
+                                     "the split cannot write the guard for these types: write the copy by hand")
+                return
+            self.plan.expand.append(Note(
+                f"CONVERSION {table}.{old} -> {new_type!r}: a value the new type cannot hold is not\n"
+                f"copied (the triggers leave {new!r} NULL, the data migration reports the row\n"
+                "as stuck and the gate refuses contract) until you fix it; old code's writes never fail."))
+            trigger = render.ConvertingSyncTrigger(table, old, new, source, target)
+            stub.conversion = target
+            stub.types[old] = stubs.generic_type(old_type)  # declared: the guard reads an integer as one
+        else:
+            if not convert.always_holds(old_type, new_type):  # no guard known: refuses until written
+                self.plan.expand.insert(0, render.UncheckedConversionRefusal(table, old, new, old_type, new_type))
+            # the rule recorded: the split adds the new column without a server default
+            trigger = CreateSyncTriggerOp(table, old, new, new_has_default=False)
+        self.plan.expand.append(trigger)
+        work.drop_triggers.append(DropSyncTriggerOp(table, old, new, recreate=trigger))
+        self.plan.stubs.append(stub)
 
     def _guess_renames(self, table: str, added: list, dropped: list, work: _TableWork) -> None:
         """A dropped and an added column of the same kind of type, each the only one on the table,
         may be a rename (``moves.guessed_renames``): a copy stub and sync triggers, both marked
         GUESSED (the new release writes only the new column, and without the triggers the copy
-        would take that for old code's divergence and overwrite it).  Every other dropped column
+        would take that for old code's divergence and overwrite it).  A guess fails closed: the
+        expand script raises ``GuessedRename`` first in ``upgrade()`` until the developer deletes
+        that line (confirmed) or the pair (not a rename).  Every other dropped column
         gets a move stub that fails closed (``moves.column_stub``): nothing drops data silently."""
         paired = moves.guessed_renames(added, dropped)
         for drop, add in paired:
             old = drop.to_column()
             name = stubs.migration_name(table, add.column.name, "from", old.name)
-            self.plan.stubs.append(stubs.Stub(stubs.COPY, name, table, self._key_of(table),
-                                              add.column.name, source=old.name, guessed=True,
-                                              types={old.name: old.type, add.column.name: add.column.type}))
-            guessed = (f"GUESSED: {table}.{old.name} -> {add.column.name} looks like a rename (a dropped and "
-                       "an added column\nof a similar type); if it is not, delete the sync triggers here "
-                       f"and in the contract,\nand the {name!r} data migration.")
-            self.plan.expand += [Note(guessed), CreateSyncTriggerOp(table, old.name, add.column.name)]
-            work.drop_triggers.append(DropSyncTriggerOp(table, old.name, add.column.name))
+            # a guess does not run before someone confirms it: first in expand, nothing applied before
+            self.plan.expand.insert(0, render.GuessedRenameRefusal(table, old.name, add.column.name, name))
+            self._synced_copy(table, old.name, add.column.name, old.type, add.column.type, work,
+                              stubs.Stub(stubs.COPY, name, table, self._key_of(table), add.column.name,
+                                         source=old.name, guessed=True))
         moved = {id(drop) for drop, _ in paired}
         free = [a for a in added if all(a is not add for _, add in paired)]
         for drop in dropped:
@@ -354,13 +435,21 @@ class Planner:
                 self.plan.stubs.append(moves.column_stub(table, self._key_of(table), drop.to_column(), free,
                                                          self.new_tables))
 
-    def _unique(self, op: ops.CreateUniqueConstraintOp, work: _TableWork) -> None:
-        """Contract adds it (safe form); a data migration counts the rows that violate it first."""
-        name = stubs.migration_name(op.table_name, op.constraint_name, "duplicates")
-        columns = list(op.columns)
+    def _unique(self, op: ops.CreateUniqueConstraintOp | ops.CreateIndexOp, work: _TableWork,
+                early: bool = False) -> None:
+        """Contract adds it (safe form); a data migration counts the rows that violate it first.
+        *early*: before contract's drops (a replaced column's guarantee, built before the old one goes)."""
+        constraint = op.constraint_name if isinstance(op, ops.CreateUniqueConstraintOp) else op.index_name
+        name = stubs.migration_name(op.table_name, str(constraint), "duplicates")
+        columns = [str(c) for c in op.columns]
         self.plan.stubs.append(stubs.Stub(stubs.DUPLICATES, name, op.table_name, self._key_of(op.table_name),
                                           columns[0], child_columns=columns))
-        work.after.append(render.OnlineUniqueConstraint(op))
+        if isinstance(op, ops.CreateIndexOp):
+            made = render.ContractIndex(op, f"a unique index built once the {name!r} data migration finds no "
+                                            "duplicate (in expand it would fail the previous release's writes)")
+        else:
+            made = render.OnlineUniqueConstraint(op)
+        (work.early if early else work.after).append(made)
 
     def _foreign_key(self, op: ops.CreateForeignKeyOp, work: _TableWork) -> None:
         name = stubs.migration_name(op.source_table, op.constraint_name or "fk", "orphans")
@@ -372,142 +461,3 @@ class Planner:
         if op.constraint_name:
             work.validate.append(render.ValidateConstraint(op.source_table, op.constraint_name))
             work.after.append(render.SqliteRebuildForeignKey(op))
-
-
-# -- process_revision_directives ----------------------------------------------------
-def _is_check_command(context) -> bool:
-    """``alembic check`` runs this hook too and reads only the last script: leave it alone."""
-    cmd_opts = getattr(context.config, "cmd_opts", None) if context.config is not None else None
-    if cmd_opts is not None and hasattr(cmd_opts, "autogenerate"):
-        return not cmd_opts.autogenerate
-    frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code is alembic_command.check.__code__:
-            return True
-        frame = frame.f_back
-    return False
-
-
-def _branch_dir(script_directory, label: str) -> str:
-    head = script_directory.get_revision(f"{label}@head")
-    return str(Path(head.path).parent)
-
-
-def _is_autogenerate(context) -> bool:
-    revision_context = context.opts.get("revision_context")
-    if revision_context is not None:
-        return bool(revision_context.command_args.get("autogenerate"))
-    return bool(getattr(getattr(context.config, "cmd_opts", None), "autogenerate", False))
-
-
-def process_revision_directives(context, revision, directives) -> None:
-    """Split an autogenerated revision into expand and contract scripts."""
-    if not directives or not _is_autogenerate(context) or _is_check_command(context):
-        return  # a hand-written revision (the user chooses --head), or `alembic check`
-    script = directives[0]
-    if len(script.upgrade_ops_list) != 1:
-        return  # multiple databases: not supported, leave alembic's script
-    if not _has_layout(context.script):
-        context.config.print_stdout("  (no 'expand'/'contract' branch labels: one script, not split; "
-                                    "see `migrations-policy init --adopt`)")
-        return
-    metadata = context.opts.get("target_metadata")
-    _warn_about_check_constraints(context.config, metadata)
-    settings = _settings(context)
-    planner = Planner(metadata, tuple(settings.dialects), m.Context(postgresql_version=settings.postgresql_version))
-    plan = planner.run(script.upgrade_ops)
-    if planner.refusals:  # before anything is written
-        raise SplitRefused("the expand/contract split refuses:\n  " + "\n  ".join(planner.refusals))
-    directives[:] = build_scripts(context, script, plan)
-    if not directives:
-        context.config.print_stdout("No schema changes detected; no revision written.")
-
-
-def _warn_about_check_constraints(config, metadata) -> None:
-    """Alembic's autogenerate does not compare CHECK constraints: say so, naming the models' ones."""
-    tables = metadata if isinstance(metadata, (list, tuple)) else [metadata]
-    names = sorted(f"{table.name}.{constraint.name or '(unnamed)'}" for m_ in tables if m_ is not None
-                   for table in m_.tables.values() for constraint in table.constraints
-                   if isinstance(constraint, sa.CheckConstraint))
-    if names:
-        config.print_stdout(f"  (CHECK constraints are NOT compared by autogenerate: {', '.join(names)}; "
-                            "add or drop them by hand, in contract once existing rows satisfy them)")
-
-
-def _has_layout(directory) -> bool:
-    labels = {label for rev in directory.walk_revisions() for label in (rev.branch_labels or ())}
-    return {EXPAND, CONTRACT} <= labels
-
-
-def build_scripts(context, script: ops.MigrationScript, plan: Plan) -> list[ops.MigrationScript]:
-    directory = context.script
-    contract_ops = plan.contract + plan.contract_tail
-    out = []
-    expand_id = script.rev_id
-    if plan.stubs:
-        _write_stubs(context, plan, expand_id, script.message)
-    if plan.expand:
-        out.append(_script(expand_id, plan.expand, script.message, EXPAND, _branch_dir(directory, EXPAND)))
-    if contract_ops:
-        contract_id = (f"{script.rev_id}_contract" if _explicit_rev_id(context) else new_rev_id()) \
-            if plan.expand else script.rev_id
-        depends = expand_id if plan.expand else directory.get_revision(f"{EXPAND}@head").revision
-        contract = _script(contract_id, contract_ops, script.message, CONTRACT, _branch_dir(directory, CONTRACT))
-        contract.depends_on = depends
-        required = [stub for stub in plan.stubs if stub.kind != stubs.MOVE]  # moves: the gate judges the data
-        if required:
-            names = "".join(f"\n    {stub.name!r}," for stub in required)
-            contract.imports.add(f"# The contract gate refuses this revision until these are complete.\n"
-                                 f"requires_data_migrations = ({names}\n)")
-        if any(stub.kind == stubs.MOVE for stub in plan.stubs):
-            contract.imports.add(moves.DROPS_DATA_HINT)
-        out.append(contract)
-    return out
-
-
-def _explicit_rev_id(context) -> bool:
-    return bool(getattr(getattr(context.config, "cmd_opts", None), "rev_id", None))
-
-
-def _script(rev_id: str, operations: list, message: str | None, phase: str, version_path: str) -> ops.MigrationScript:
-    downgrade = [r for r in (op.reverse() for op in reversed(operations)) if r is not None]
-    sync = (CreateSyncTriggerOp, DropSyncTriggerOp, render.NarrowingSyncTrigger, render.ConvertingSyncTrigger)
-    imports = {SYNC_TRIGGERS_IMPORT} if any(isinstance(op, sync) for op in operations) else set()
-    if any(isinstance(op, render.ConvertingSyncTrigger) for op in operations):
-        imports.add(render.CONVERT_IMPORT)
-    imports |= render.type_imports(list(operations) + downgrade)
-    return ops.MigrationScript(
-        rev_id, ops.UpgradeOps(ops=list(operations)), ops.DowngradeOps(ops=downgrade),
-        message=message, imports=imports, head=f"{phase}@head", version_path=version_path,
-    )
-
-
-def _settings(context):
-    """The project's ``[migrations_policy]`` settings, read from the ini alembic runs with."""
-    from migrations_policy.core.config import load_settings
-
-    ini = Path(context.config.config_file_name) if context.config.config_file_name else None
-    return load_settings(ini.parent if ini else ".", alembic_ini=ini)
-
-
-def _write_stubs(context, plan: Plan, revision: str, message: str | None) -> None:
-    config = context.config
-    ini = Path(config.config_file_name) if config.config_file_name else None
-    settings = _settings(context)
-    directory, package = stubs.stub_directory(settings.data_migrations, Path(context.script.dir))
-    filename = stubs.module_filename(message, revision)
-    path = stubs.write_module(directory, filename, stubs.render_module(plan.stubs, revision, message or ""))
-    base = ini.parent if ini else Path.cwd()
-    roots = [base / entry for entry in (config.get_prepend_sys_paths_list() or [])] + [base]
-    module = stubs.module_name(path, package, roots)
-    if module is None:
-        how = (f"move it into a package of your project that is importable (prepend_sys_path), "
-               f"and list that module in the data_migrations setting")
-        module_text = str(path)
-    else:
-        how = f"and add {module} to the data_migrations setting"
-        module_text = module
-    config.print_stdout(f"  Generating {path} ... done (data migrations: review them, {how})")
-    (plan.expand or plan.contract).insert(0, Note(
-        f"Data migrations for this change: {module_text} ({path.name});\n"
-        f"review them, {how}."))

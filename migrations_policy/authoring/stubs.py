@@ -118,6 +118,18 @@ def generic_source(type_: Any) -> str:
     return ""
 
 
+def generic_type(type_: Any) -> Any:
+    """An instance of the SQLAlchemy type *type_* is or derives from (no arguments), or *type_*."""
+    cls = type(type_) if not isinstance(type_, type) else type_
+    for base in cls.__mro__:
+        if getattr(sa, base.__name__, None) is base:
+            try:
+                return base()
+            except TypeError:
+                return type_
+    return type_
+
+
 def _table_clause(table: str, columns: dict[str, str]) -> str:
     cols = ", ".join(f"sa.column({c!r}, {t})" if t else f"sa.column({c!r})" for c, t in columns.items())
     return f"{_ident(table)} = sa.table({table!r}, {cols})"

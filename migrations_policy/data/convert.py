@@ -8,7 +8,12 @@ text is an integer the type holds, else NULL: the trigger leaves the new column 
 data migration leaves the row pending (``unconvertible``: the runner reports it as stuck, the
 gate waits) until someone fixes the value.
 
-The test is textual and conservative: optional blanks, an optional sign, 1 to N digits (N:
+The same holds for an integer copied into a smaller integer type (``BIGINT`` -> ``INTEGER``): out
+of range it fails release N's write on PostgreSQL and strict MariaDB and is kept as it is by
+SQLite.  ``converted(column, sa.Integer())`` of an integer column is the value when the new type
+holds it (``BETWEEN`` its bounds), else NULL, and ``unconvertible`` leaves the row pending.
+
+The test of text is textual and conservative: optional blanks, an optional sign, 1 to N digits (N:
 9 for INTEGER, 4 for SMALLINT, 18 for BIGINT, so the value always fits).  A value it rejects
 is reported, never lost.  PostgreSQL ``~``, MariaDB/MySQL ``REGEXP``; SQLite (no REGEXP
 unless the connection registers one, which release N's may not) with ``GLOB``.
@@ -35,9 +40,49 @@ def integer_digits(type_: Any) -> int | None:
     return None
 
 
+#: The bits of each integer type (the first that matches).
+_BITS = ((sa.SmallInteger, 16), (sa.BigInteger, 64), (sa.Integer, 32))
+
+
+def integer_bits(type_: Any) -> int | None:
+    """The bits of *type_* when it is an integer type, else None."""
+    for cls, bits in _BITS:
+        if isinstance(type_, cls):
+            return bits
+    return None
+
+
 def needs_guard(old: Any, new: Any) -> bool:
-    """A copy from *old* to *new* may raise (or coerce) for some values: text -> integer."""
-    return isinstance(old, sa.String) and integer_digits(new) is not None
+    """A copy from *old* to *new* may raise (or coerce) for some values: text -> integer, or an
+    integer into a smaller integer type."""
+    if isinstance(old, sa.String):
+        return integer_digits(new) is not None
+    old_bits, new_bits = integer_bits(old), integer_bits(new)
+    return old_bits is not None and new_bits is not None and new_bits < old_bits
+
+
+def always_holds(old: Any, new: Any) -> bool:
+    """Every value of *old* is a value of *new* as it is, so a plain copy never fails nor changes
+    one (a longer or unbounded string, a wider integer, an enum gaining values, a wider numeric,
+    the same kind otherwise); False when that cannot be shown."""
+    if isinstance(old, sa.Enum) or isinstance(new, sa.Enum):
+        return isinstance(old, sa.Enum) and isinstance(new, sa.Enum) and set(old.enums) <= set(new.enums)
+    if isinstance(old, sa.String) and isinstance(new, sa.String):
+        return new.length is None or (old.length is not None and old.length <= new.length)
+    old_bits, new_bits = integer_bits(old), integer_bits(new)
+    if old_bits is not None or new_bits is not None:
+        return old_bits is not None and new_bits is not None and old_bits <= new_bits
+    if isinstance(old, sa.Numeric) and isinstance(new, sa.Numeric) and not isinstance(old, sa.Float) \
+            and not isinstance(new, sa.Float):
+        if new.precision is None:
+            return True
+        if old.precision is None:
+            return False
+        old_scale, new_scale = old.scale or 0, new.scale or 0
+        return new_scale >= old_scale and new.precision - new_scale >= old.precision - old_scale
+    if isinstance(old, sa.Numeric) or isinstance(new, sa.Numeric):
+        return isinstance(old, sa.Float) and isinstance(new, sa.Float)
+    return old._type_affinity is new._type_affinity
 
 
 class integer_text(FunctionElement):
@@ -67,7 +112,11 @@ def _integer_text_sqlite(element: integer_text, compiler: Any, **kw: Any) -> str
 
 
 def convertible(value: ColumnElement, new_type: Any) -> ColumnElement[bool]:
-    """*value* (text) holds a value of *new_type* (an integer type)."""
+    """*value* (text, or an integer) holds a value of *new_type* (an integer type)."""
+    bits = integer_bits(getattr(value, "type", None))
+    if bits is not None:  # an integer: within the new type's bounds
+        top = 2 ** (integer_bits(new_type) - 1)
+        return value.between(sa.literal(-top, sa.BigInteger()), sa.literal(top - 1, sa.BigInteger()))
     digits = integer_digits(new_type)
     return integer_text(value, sa.literal(digits, sa.Integer()))
 

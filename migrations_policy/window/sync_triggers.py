@@ -23,7 +23,13 @@ column as it is).  What the triggers do, row by row:
   has (a pair written by hand; read from the catalog when the triggers are created),
   a non-NULL new value may be that default, and only a NULL old column gets ``down``.
   Where both have one, no rule can tell a write from a default: ``create_sync_trigger``
-  refuses (``SyncPairRefused``);
+  refuses (``SyncPairRefused``).  The script may record which rule it means,
+  ``new_has_default=False`` (the split always does: its new columns have none) or ``True``;
+  online, a catalog that disagrees is refused (``SyncPairRefused``, nothing installed);
+  offline (``--sql``) there is no catalog to read, so the recorded rule is required (an
+  unrecorded one is refused) and the SQL first checks it against the catalog of the
+  database it runs on (``guard_statements``): run there, it fails before installing a
+  trigger the online run would not have installed;
 * UPDATE: only the side the writer changed is copied: the old column changed
   and the new did not -> new := ``up``; the reverse -> old := ``down``; a
   statement that sets both (release N+1 writing both) is left alone.  So the
@@ -51,6 +57,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import sys
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
@@ -169,6 +176,46 @@ def drop_statements(pair: SyncPair, dialect: Dialect) -> list[sa.DDL]:
     else:
         texts = [f"DROP TRIGGER IF EXISTS {q(base + suffix)}" for suffix in ("_ai_up", "_ai_down", "_au_up", "_au_down")]
     return [_ddl(text, dialect) for text in texts]
+
+
+def _has_default(table: str, column: str, dialect: Dialect) -> ColumnElement:
+    """How many columns *table*.*column* with a server default the catalog lists (0 or 1)."""
+    if dialect.name == "sqlite":
+        info = sa.func.pragma_table_info(table).table_valued("name", "dflt_value")
+        return (sa.select(sa.func.count()).select_from(info)
+                .where(info.c.name == column, info.c.dflt_value.is_not(None)).scalar_subquery())
+    columns = sa.table("columns", sa.column("table_schema"), sa.column("table_name"), sa.column("column_name"),
+                       sa.column("column_default"), schema="information_schema")
+    where = [columns.c.table_name == table, columns.c.column_name == column, columns.c.column_default.is_not(None)]
+    if dialect.name == "postgresql":
+        where.append(columns.c.table_schema == sa.func.current_schema())
+    else:  # MariaDB lists a nullable column without a default as the text NULL
+        where += [columns.c.table_schema == sa.func.database(), columns.c.column_default != "NULL"]
+    return sa.select(sa.func.count()).select_from(columns).where(*where).scalar_subquery()
+
+
+def guard_statements(pair: SyncPair, dialect: Dialect) -> list[sa.DDL]:
+    """Offline (``--sql``): statements that fail, with a message naming the pair, unless the
+    catalog of the database the SQL runs on has the defaults the recorded rule assumes
+    (``pair.new_has_default``; with True, the old column must have none: online refuses that)."""
+    holds = sa.and_(_has_default(pair.table, pair.new, dialect) == 1,
+                    _has_default(pair.table, pair.old, dialect) == 0) if pair.new_has_default \
+        else _has_default(pair.table, pair.new, dialect) == 0
+    message = (f"create_sync_trigger {pair.table}.{pair.old} -> {pair.new} was written offline for "
+               f"{pair.new} {'with' if pair.new_has_default else 'without'} a server default"
+               f"{f' and {pair.old} without one' if pair.new_has_default else ''}; this database differs")
+    ok, text = _sql(holds, dialect), _sql(sa.literal(message), dialect)
+    q = dialect.identifier_preparer.quote
+    if dialect.name == "postgresql":
+        texts = [f"DO $mp_guard$ BEGIN IF NOT ({ok}) THEN RAISE EXCEPTION USING MESSAGE = {text}; END IF; END $mp_guard$"]
+    elif dialect.name in ("mysql", "mariadb"):
+        texts = [f"BEGIN NOT ATOMIC IF NOT ({ok}) THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = {text}; "
+                 "END IF; END"]
+    else:  # SQLite raises only from a constraint: a check named by the message
+        guard = q("mp_sync_guard")
+        texts = [f"CREATE TEMP TABLE {guard} (ok INTEGER CONSTRAINT {q(message)} CHECK (ok))",
+                 f"INSERT INTO {guard} (ok) SELECT {ok}", f"DROP TABLE {guard}"]
+    return [_ddl(t, dialect) for t in texts]
 
 
 def _conditions(pair: SyncPair, dialect: Dialect) -> dict[str, str]:
@@ -327,58 +374,114 @@ def stale_sync_triggers(connection: Connection, live: list[FoundSyncTrigger] | N
 class CreateSyncTriggerOp(MigrateOperation):
     """Expand: keep *new* in step with old code's writes to *old*, and *old* with new code's."""
 
-    def __init__(self, table_name: str, old: str, new: str, up: Any = None, down: Any = None):
+    def __init__(self, table_name: str, old: str, new: str, up: Any = None, down: Any = None,
+                 new_has_default: bool | None = None):
         if not all(isinstance(n, str) and n for n in (table_name, old, new)) or old == new:
             raise ValueError("create_sync_trigger(table, old=..., new=...) needs a table and two different columns")
+        if new_has_default not in (None, True, False):
+            raise ValueError("create_sync_trigger(..., new_has_default=...) is True, False or not given")
         self.pair = SyncPair(table_name, old, new, up, down)
+        #: the INSERT rule the script records (None: read from the catalog, online only)
+        self.new_has_default = new_has_default
 
     @classmethod
     def create_sync_trigger(cls, operations: Operations, table_name: str, *, old: str, new: str,
-                            up: Any = None, down: Any = None) -> None:
-        """``op.create_sync_trigger("nodes", old="name", new="display_name", up=..., down=...)``"""
-        return operations.invoke(cls(table_name, old, new, up, down))
+                            up: Any = None, down: Any = None, new_has_default: bool | None = None) -> None:
+        """``op.create_sync_trigger("nodes", old="name", new="display_name", up=..., down=...,
+        new_has_default=False)``"""
+        return operations.invoke(cls(table_name, old, new, up, down, new_has_default))
 
     def reverse(self) -> "DropSyncTriggerOp":
-        return DropSyncTriggerOp(self.pair.table, self.pair.old, self.pair.new)
+        return DropSyncTriggerOp(self.pair.table, self.pair.old, self.pair.new, self.new_has_default)
 
 
 @Operations.register_operation("drop_sync_trigger")
 class DropSyncTriggerOp(MigrateOperation):
     """Contract (before the old column is dropped): remove the pair's triggers."""
 
-    def __init__(self, table_name: str, old: str, new: str):
+    def __init__(self, table_name: str, old: str, new: str, new_has_default: bool | None = None,
+                 recreate: MigrateOperation | None = None):
         self.pair = SyncPair(table_name, old, new)
+        # for reverse() only (a generated downgrade re-creates the triggers as expand made them)
+        self.new_has_default, self.recreate = new_has_default, recreate
 
     @classmethod
     def drop_sync_trigger(cls, operations: Operations, table_name: str, *, old: str, new: str) -> None:
         """``op.drop_sync_trigger("nodes", old="name", new="display_name")``"""
         return operations.invoke(cls(table_name, old, new))
 
-    def reverse(self) -> CreateSyncTriggerOp:
-        return CreateSyncTriggerOp(self.pair.table, self.pair.old, self.pair.new)
+    def reverse(self) -> MigrateOperation:
+        if self.recreate is not None:
+            return self.recreate
+        return CreateSyncTriggerOp(self.pair.table, self.pair.old, self.pair.new,
+                                   new_has_default=self.new_has_default)
+
+
+class GuessedRename(CommandError):
+    """A GUESSED rename nobody confirmed: the generated expand script raises it before anything
+    runs (the split writes ``raise ...GuessedRename(table, old, new)`` first in ``upgrade()``).
+    Autogenerate cannot tell a rename from a dropped and an added column of one kind; run as a
+    rename when it is not, the sync triggers would carry the new release's writes into the old
+    column (the previous release's data) and the copy would let contract drop it as moved."""
+
+    def __init__(self, table: str, old: str, new: str):
+        caller = sys._getframe(1)
+        where = f"{caller.f_code.co_filename}:{caller.f_lineno}"
+        super().__init__(
+            f"{where}: GUESSED rename {table}.{old} -> {new} is not confirmed: if it is a rename, delete this line; "
+            "if not, delete it, the pair's sync triggers (here and in the contract script) and its copy data "
+            "migration")
+
+
+class UncheckedConversion(CommandError):
+    """A type change whose plain copy the split cannot show to hold every value (``String`` ->
+    ``Date``, a narrower ``Numeric``, ``Float`` -> ``Integer``) and for which it knows no guard:
+    the generated expand raises it first in ``upgrade()`` until the developer writes ``up=`` (and
+    the copy) so that a value that does not convert leaves the new column NULL, then deletes it."""
+
+    def __init__(self, table: str, old: str, new: str):
+        caller = sys._getframe(1)
+        where = f"{caller.f_code.co_filename}:{caller.f_lineno}"
+        super().__init__(
+            f"{where}: {table}.{old} -> {new}: a plain copy may fail release N's writes or change a value, and the "
+            "split knows no guard for these types: give the sync trigger an up= that leaves a value that does not "
+            "convert NULL (and the copy data migration the same guard), then delete this line")
 
 
 class SyncPairRefused(CommandError):
-    """Both columns of a pair have a server default: on INSERT neither side's value can be told
-    from its default, so the triggers could copy a default over what a release wrote."""
+    """The pair's INSERT rule cannot be chosen: both columns have a server default (on INSERT
+    neither side's value can be told from its default, so the triggers could copy a default over
+    what a release wrote); or the rule the script records is not the catalog's; or, offline
+    (``--sql``), the script records none."""
 
-    def __init__(self, pair: SyncPair):
-        super().__init__(
-            f"create_sync_trigger refused: {pair.table}.{pair.old} and {pair.table}.{pair.new} both have a server "
-            f"default, so an INSERT cannot tell a write from a default; add {pair.new!r} without one in expand and "
-            "give it its default in contract, once the triggers are gone")
+    def __init__(self, pair: SyncPair, why: str | None = None):
+        where = f"{pair.table}.{pair.old} -> {pair.new}"
+        super().__init__(f"create_sync_trigger {where} refused: " + (why or (
+            f"{pair.table}.{pair.old} and {pair.table}.{pair.new} both have a server default, so an INSERT cannot "
+            f"tell a write from a default; add {pair.new!r} without one in expand and give it its default in "
+            "contract, once the triggers are gone")))
 
 
 @Operations.implementation_for(CreateSyncTriggerOp)
 def _create(operations: Operations, operation: CreateSyncTriggerOp) -> None:
-    context, pair = operations.get_context(), operation.pair
-    if not context.as_sql:  # offline (--sql): the split's pairs, whose new column has no default
+    context, pair, recorded = operations.get_context(), operation.pair, operation.new_has_default
+    if context.as_sql:  # no catalog: the recorded rule, checked where the SQL runs
+        if recorded is None:
+            raise SyncPairRefused(pair, f"offline (--sql) the catalog cannot be read, and whether {pair.new!r} has a "
+                                        "server default decides what an INSERT copies: record it in the script, "
+                                        "new_has_default=False (or True)")
+        pair = replace(pair, new_has_default=recorded)
+        guards = guard_statements(pair, context.dialect)
+    else:
         columns = {c["name"].lower(): c for c in sa.inspect(context.connection).get_columns(pair.table)}
         defaults = [(columns.get(name.lower()) or {}).get("default") is not None for name in (pair.old, pair.new)]
         if all(defaults):
             raise SyncPairRefused(pair)
-        pair = replace(pair, new_has_default=defaults[1])
-    for statement in create_statements(pair, context.dialect):
+        if recorded is not None and recorded != defaults[1]:
+            raise SyncPairRefused(pair, f"the script records new_has_default={recorded}, but {pair.table}.{pair.new} "
+                                        f"has {'a' if defaults[1] else 'no'} server default")
+        pair, guards = replace(pair, new_has_default=defaults[1]), []
+    for statement in guards + create_statements(pair, context.dialect):
         operations.execute(statement)
 
 

@@ -9,11 +9,12 @@ import sys
 
 import pytest
 import sqlalchemy as sa
+from alembic.util import CommandError
 
 from migrations_policy.core.errors import ConfigError
 from migrations_policy.window.sync_triggers import stale_sync_triggers, sync_triggers
 
-from .conftest import let_data_go, module_of
+from .conftest import confirm_guessed_renames, let_data_go, module_of
 
 V1 = '''
 nodes = sa.Table("nodes", metadata, sa.Column("id", sa.Integer, primary_key=True),
@@ -85,6 +86,9 @@ def test_every_kind_of_change(workspace, backend):
     for needle in ("create_table", "add_column", "op.create_index"):
         assert needle not in upgrade_of(contract), needle
 
+    # the guess (extra -> meta) refuses to run until confirmed, and lint says so; confirmed, it is clean
+    assert [h.code for h in lint(files["expand"], "expand")] == ["MP000"]
+    assert confirm_guessed_renames(files["expand"]) == 1
     for path, phase in ((files["expand"], "expand"), (files["contract"], "contract")):
         assert lint(path, phase) == [], path.name
 
@@ -137,10 +141,14 @@ def test_type_change_and_rename(workspace, backend):
     # sync triggers for the type change and the guessed rename: installed in expand, dropped in
     # contract before the column, each script importing the module that registers the operations
     for old, new in (("name", "name_new"), ("extra", "meta")):
-        assert f"op.create_sync_trigger('nodes', old={old!r}, new={new!r})" in expand
+        # the INSERT rule recorded (the split's new columns have no server default): same online and offline
+        assert f"op.create_sync_trigger('nodes', old={old!r}, new={new!r}, new_has_default=False)" in expand
         assert contract.index(f"op.drop_sync_trigger('nodes', old={old!r}, new={new!r})") < \
             contract.index(f"batch_op.drop_column({old!r})")
     assert "GUESSED: nodes.extra -> meta looks like a rename" in expand
+    with pytest.raises(CommandError, match="GUESSED rename nodes.extra -> meta is not confirmed"):
+        workspace.upgrade("expand@head")  # a guess runs only once someone confirms it
+    assert confirm_guessed_renames(files["expand"]) == 1
     assert "import migrations_policy.window.sync_triggers" in expand and "import migrations_policy.window.sync_triggers" in contract
     assert set(module_of(files["contract"])["requires_data_migrations"]) == {
         "nodes_name_new_from_name", "nodes_meta_from_extra"}

@@ -35,6 +35,6 @@ def downgrade() -> None:
     with op.batch_alter_table("nodes") as batch:
         batch.add_column(sa.Column("name", sa.String(64), nullable=True))
         batch.add_column(sa.Column("extra", sa.Text(), nullable=True))
-    op.create_sync_trigger("nodes", old="extra", new="meta")
+    op.create_sync_trigger("nodes", old="extra", new="meta", new_has_default=False)
     op.create_sync_trigger("nodes", old="name", new="display_name",
-                           down=sa.func.substr(sa.column("display_name", sa.String), 1, 64))
+                           down=sa.func.substr(sa.column("display_name", sa.String), 1, 64), new_has_default=False)

@@ -51,10 +51,10 @@ def upgrade() -> None:
         # migrations-policy: ignore[MP142] existing rows are checked by the port_node_orphans data migration
         op.create_foreign_key("fk_ports_node_id_nodes", "ports", "nodes", ["node_id"], ["id"])
         op.execute("SET foreign_key_checks = 1")
-    op.create_sync_trigger("nodes", old="extra", new="meta")
+    op.create_sync_trigger("nodes", old="extra", new="meta", new_has_default=False)
     # release 3 may write a display_name longer than name's 64 characters: name gets its start
     op.create_sync_trigger("nodes", old="name", new="display_name",
-                           down=sa.func.substr(sa.column("display_name", sa.String), 1, 64))
+                           down=sa.func.substr(sa.column("display_name", sa.String), 1, 64), new_has_default=False)
 
 
 def downgrade() -> None:
