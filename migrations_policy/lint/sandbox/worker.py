@@ -256,15 +256,17 @@ def _child(write_fd: int, path: str, phase: str, options, worker: int, run=_anal
         limit_memory(options.memory_limit)
         before = set(sys.modules)
         opened = watch()  # the files the script reads: its cache entry depends on them (lint.offline.reads)
-        if isinstance(path, str):  # (a batch -- prefork.batch -- is forked alone again instead)
-            answering = [True]
+        # a script's analysis answers at the CPU limit itself (not a batch -- prefork.batch: each is forked alone
+        # again --, nor a replay, whose answer says more: ``lint.replay.worker``)
+        answers = run is _analyse and isinstance(path, str)
+        answering = [True] if answers else []
+        if answers:
             signal.signal(signal.SIGPROF, lambda *_: _out_of_cpu(answering, write_fd, me, path, before, opened,
                                                                   options.timeout))
-        limit_cpu(options.timeout, keep_handler=isinstance(path, str))
+        limit_cpu(options.timeout, keep_handler=answers)
         try:
             hits, *more = run(path, phase, options)
-            if isinstance(path, str):
-                answering.clear()  # analysed: from here the limit's signal is no verdict of the script's
+            answering.clear()  # analysed: from here the limit's signal is no verdict of the script's
             depends = (_local_modules(before, path) + dependencies(opened, path) + _PLUGIN_MODULES
                        if isinstance(path, str) else [])  # a batch (prefork.batch): each answer holds its own
             payload = _dumps((hits, None, list(dict.fromkeys(depends)), *more))
