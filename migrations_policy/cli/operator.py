@@ -44,6 +44,12 @@ def _configure_rollback(parser: argparse.ArgumentParser) -> None:
     _add_force_options(parser, "drop even the rows whose only copy is in a dropped column or table")
 
 
+#: Exit 8 of the commands that run schema revisions.
+MIGRATION_FAILED = ("a revision failed while it ran (the database refused a statement, a lock wait gave up after "
+                    "every retry, or the script raised): its own statements rolled back or are journaled (the "
+                    "rerun resumes), the revisions before it stay applied; one line names the revision")
+
+
 OPERATOR_COMMANDS: list[CommandSpec] = [
     CommandSpec(
         "upgrade",
@@ -63,7 +69,8 @@ OPERATOR_COMMANDS: list[CommandSpec] = [
                     7: "a revision destroyed a table or column an unfinished data migration reads, by a path no "
                        "check saw before the database acted (a driver's private call), and its DDL had committed "
                        "(MariaDB/MySQL; SQLite after executescript): it is not recorded as applied; the one line names "
-                       "what is gone"},
+                       "what is gone",
+                    8: MIGRATION_FAILED},
     ),
     CommandSpec(
         "status",
@@ -149,7 +156,8 @@ OPERATOR_COMMANDS: list[CommandSpec] = [
                     4: "refused: the release's contract has run, the release installed the schema, no release is "
                        "recorded (use --to), or rows would be lost (use --force), "
                        "or an expand revision is partly applied (finish it with upgrade --expand), "
-                       "or env.py is not wired to the gate"},
+                       "or env.py is not wired to the gate",
+                    8: MIGRATION_FAILED},
     ),
 ]
 
@@ -222,11 +230,11 @@ OPERATOR_COMMANDS.append(CommandSpec(
     exit_codes={
         0: "every data migration is complete",
         1: "work remains: a walk stopped before its end (--max-count): run again",
-        2: "invalid arguments (unknown option, bad value: nothing runs), or a migration failed or left stuck "
-           "rows (the others still ran), or a configuration "
-           "or database error (one line on stderr)",
+        2: "invalid arguments (unknown option, bad value), a configuration error, or an unreachable database "
+           "(one line on stderr): nothing runs",
         3: "caught up: every walk reached its end, but rows written behind it meanwhile remain (code of the "
            "previous release still running); stop that code, then a final run exits 0",
+        8: "a data migration failed or left stuck rows (the others still ran; the summary names it)",
         130: "interrupted (Ctrl-C or SIGTERM): the batch in progress rolled back, the ledger says interrupted",
     },
 ))
@@ -266,9 +274,10 @@ OPERATOR_COMMANDS.append(CommandSpec(
     exit_codes={
         0: "every prune is complete (--dry-run: counted)",
         1: "--max-count reached and rows remain: run again",
-        2: "invalid arguments (nothing runs), or a prune failed (the others still ran), or a configuration or "
-           "database error (one line on stderr)",
+        2: "invalid arguments, a configuration error, or an unreachable database (one line on stderr): "
+           "nothing runs",
         3: "caught up: every walk reached its end, but rows became prunable behind it meanwhile: run again later",
+        8: "a prune failed (the others still ran; the summary names it)",
         130: "interrupted (Ctrl-C or SIGTERM): the batch in progress rolled back, the ledger says interrupted",
     },
 ))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import create_engine
+from sqlalchemy import create_engine, event
 from sqlalchemy.engine import URL, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -38,7 +38,7 @@ def open_engine(url: str | URL, what: str = "database", **options: Any) -> Engin
     """``create_engine`` for *url*; an unknown dialect or driver (or a bad option) is one line."""
     parsed = url if isinstance(url, URL) else _urls.parse_url(url)
     try:
-        return create_engine(parsed, **options)
+        return interrupts_keep_sqlite_sessions(create_engine(parsed, **options))
     except (SQLAlchemyError, ImportError, ValueError, TypeError) as exc:
         extra = _EXTRAS.get(parsed.get_backend_name()) if isinstance(exc, ImportError) else None
         hint = f" (the driver is an extra: pip install \"migrations_policy[{extra}]\")" if extra else ""
@@ -54,3 +54,30 @@ def connection_error(exc: BaseException, url: str | URL, what: str = "database")
     if not isinstance(exc, SQLAlchemyError):
         detail = f"the driver refused the URL's options: {type(exc).__name__}: {detail}"
     return DatabaseError(f"cannot connect to {what} {_urls.mask_url(url)}: {detail}")
+
+
+def interrupts_keep_sqlite_sessions(engine: Engine) -> Engine:
+    """On SQLite, an interrupt (Ctrl-C, or the SIGTERM ``dbsync`` turns into one) raised inside a
+    statement's execution is not a disconnect: the statement's cursor is closed and the
+    connection's transaction rolled back on the spot, and the connection stays usable.  Idempotent; returns
+    *engine*.
+
+    SQLAlchemy treats an interrupt inside an execution as a disconnect and closes the DBAPI
+    connection.  CPython's ``sqlite3`` runs a statement to the end of its C call before a signal
+    handler runs, so the connection is sound; but closing it while the interrupted cursor is still
+    referenced (the interrupt's traceback holds it) leaves a zombie that keeps its transaction and
+    the database's write lock until the cursor is freed: the runner's own bookkeeping after the
+    interrupt then failed with "database is locked" (stop 32's CI).  Other dialects: unchanged (a
+    server ends the closed session's transaction)."""
+    if engine.dialect.name == "sqlite" and not event.contains(engine, "handle_error", _sqlite_interrupt_is_no_disconnect):
+        event.listen(engine, "handle_error", _sqlite_interrupt_is_no_disconnect)
+    return engine
+
+
+def _sqlite_interrupt_is_no_disconnect(context: Any) -> None:
+    if context.is_disconnect and isinstance(context.original_exception, (KeyboardInterrupt, SystemExit)):
+        context.is_disconnect = False  # SQLAlchemy then closes the cursor and keeps the connection
+        if context.connection is not None and not context.connection.invalidated:
+            dbapi = context.connection.connection.dbapi_connection
+            if dbapi is not None and dbapi.in_transaction:
+                dbapi.rollback()  # what closing it would have done

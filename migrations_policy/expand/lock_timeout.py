@@ -43,7 +43,7 @@ from typing import Any, Callable
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.compiler import compiles
-from sqlalchemy.schema import AddConstraint
+from sqlalchemy.schema import AddConstraint, CreateTable
 from sqlalchemy.sql.ddl import DDLElement
 
 from migrations_policy.policy.model import CREATE_INDEX, DROP_INDEX
@@ -142,7 +142,8 @@ class LockRetryStats:
         #: Tables to lock first (ACCESS EXCLUSIVE) when a segment starts: each one a statement of
         #: this revision lost a lock wait on, most recent first (see ``retry_segments``).
         self.prelock: list[str] = []
-        self.lost_on: str | None = None
+        #: The tables the statement that lost may have waited for (``_tables_waited_for``).
+        self.lost_on: list[str] = []
         self.lost_statement: Any = None  # the statement that lost, for the retry message
 
     def lost(self, exc: BaseException, attempt: int, delays: list[float], context: str = "") -> None:
@@ -178,7 +179,7 @@ def _retrying(execute: Callable[..., Any], connection: Connection, stats: LockRe
                 return execute(*args, **kwargs)
             except sa.exc.DBAPIError as exc:  # a lost lock wait: retry_segments retries the whole segment
                 if is_retryable(exc):
-                    stats.lost_on, stats.lost_statement = _target_table(connection, construct), construct
+                    stats.lost_on, stats.lost_statement = _tables_waited_for(connection, construct), construct
                 raise
         attempt = 0
         while True:
@@ -223,7 +224,7 @@ def retry_segments(migration_fn: Callable[..., Any], stats: LockRetryStats) -> C
     def migrate(**kw: Any) -> Any:
         attempt, stats.prelock = 0, []
         while True:
-            stats.by_segment, stats.segment, stats.lost_on = True, None, None
+            stats.by_segment, stats.segment, stats.lost_on = True, None, []
             try:
                 return migration_fn(**kw)
             except sa.exc.DBAPIError as exc:
@@ -231,8 +232,11 @@ def retry_segments(migration_fn: Callable[..., Any], stats: LockRetryStats) -> C
                 if not is_retryable(exc) or segment is None or not segment.is_active or attempt >= len(delays):
                     raise
                 segment.rollback()
-                if stats.lost_on and stats.lost_on not in stats.prelock:
-                    stats.prelock.insert(0, stats.lost_on)
+                # learnt after the rollback: only tables that exist without the segment (one the
+                # revision creates did not hold the lock the statement waited for)
+                for name in reversed(stats.lost_on):
+                    if name not in stats.prelock and _exists(segment.connection, name):
+                        stats.prelock.insert(0, name)
                 stats.lost(exc, attempt, delays, lock_wait_context(segment.connection, stats.lost_statement))
                 attempt += 1
             finally:
@@ -305,6 +309,35 @@ def _compile_lock_table(element: _LockTable, compiler: Any, **kw: Any) -> str:
 def _table_named(name: str) -> sa.Table:
     schema, _, table = name.rpartition(".")
     return sa.Table(table, sa.MetaData(), schema=schema or None)
+
+
+def _tables_waited_for(connection: Connection, construct: Any) -> list[str]:
+    """The tables whose locks a statement that lost a lock wait may have waited for, in the order
+    it takes them: a ``CREATE TABLE`` waits for the tables its foreign keys reference (the new one
+    is not there yet), an ``ADD FOREIGN KEY`` for the referenced table, then its own
+    (``lock_parent_first``); any other statement for the table it changes."""
+    if isinstance(construct, CreateTable):  # the names as written: no reference needs resolving
+        new = _name_of(construct.element)
+        return [name for name in dict.fromkeys(fk.target_fullname.rpartition(".")[0]
+                                               for fk in construct.element.foreign_keys) if name != new]
+    if isinstance(construct, AddConstraint) and isinstance(construct.element, sa.ForeignKeyConstraint) \
+            and construct.element.table is not None:
+        try:
+            return list(dict.fromkeys([_name_of(construct.element.referred_table),
+                                       _name_of(construct.element.table)]))
+        except Exception:  # noqa: BLE001 - a reference alembic did not resolve: the statement's SQL says
+            pass
+    target = _target_table(connection, construct)
+    return [target] if target else []
+
+
+def _name_of(table: Any) -> str:
+    return f"{table.schema}.{table.name}" if table.schema else table.name
+
+
+def _exists(connection: Connection, name: str) -> bool:
+    schema, _, table = name.rpartition(".")
+    return sa.inspect(connection).has_table(table, schema=schema or None)
 
 
 def _target_table(connection: Connection, construct: Any) -> str | None:

@@ -107,7 +107,7 @@ def test_stuck_rows_fail_the_run_and_are_not_reselected(db_engine):
                           values={"dst": sa.func.nullif(t.c.src, "bad"), "n": t.c.n + 1})
     report = run(db_engine, Registry([stuck, flags(db_engine, "other", 120)]), RunOptions(batch_size=50))
     m, other = by_name(report)["copy_unless_bad"], by_name(report)["other_flags"]
-    assert report.exit_code == 2
+    assert report.exit_code == 8
     assert (m.state, m.stuck, m.migrated, m.remaining_after, m.batches) == ("stuck", 5, 495, 5, 10)
     assert scalar(db_engine, sa.select(sa.func.count()).where(items.c.n == 0)) == 5  # stuck rows are never written
     assert "cannot migrate them" in report.text()
@@ -128,7 +128,7 @@ def test_error_in_one_migration_does_not_stop_the_others(db_engine):
 
     report = run(db_engine, Registry([explodes, copy()]), RunOptions(batch_size=100))
     bad, good = by_name(report)["explodes"], by_name(report)["copy_items"]
-    assert report.exit_code == 2
+    assert report.exit_code == 8
     # the project's function raised: its file and line, the exception, the first line of its text
     said = re.compile(r"^(?:.*/)?test_runner\.py:\d+: RuntimeError: cannot parse row 17$")
     assert (bad.state, bad.errors, bad.migrated) == ("error", 1, 0) and said.match(bad.error), bad.error
@@ -410,7 +410,7 @@ def test_rows_inserted_into_a_batch_after_it_read_its_rows_are_remaining_not_stu
 
     report = run(db_engine, Registry([migrate]), RunOptions(batch_size=1000))
     m = by_name(report)["copy_while_inserted"]
-    assert (m.stuck, m.state, report.exit_code) == (1, "stuck", 2)
+    assert (m.stuck, m.state, report.exit_code) == (1, "stuck", 8)
     assert m.migrated == 39
 
     with db_engine.begin() as conn:  # fix row 7 so that only the late rows stay behind
@@ -664,7 +664,7 @@ def test_rows_with_a_null_key_are_never_taken_for_migrated(db_engine, seed):
 
     report = run(db_engine, Registry([migration]), RunOptions(batch_size=rng.choice((7, 50))))
     m = by_name(report)["keyed_copy"]
-    assert report.exit_code == 2 and m.state == "error" and m.migrated == len(keys), m
+    assert report.exit_code == 8 and m.state == "error" and m.migrated == len(keys), m
     assert f"{nulls} pending row" in m.error and "NULL uid" in m.error, m.error
     exact, probed = pending_counts()
     assert exact == nulls and probed, (exact, probed)  # the gate refuses

@@ -70,7 +70,7 @@ def fail_at_fourth_statement(proj: ExpandProject, capsys) -> str:
     finally:
         release.set()
         holder.join()
-    assert code == 2, err
+    assert code == 8, err
     assert error_line(err).startswith("dbsync: error: gave up waiting for a lock after every retry")
     return err
 

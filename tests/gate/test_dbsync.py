@@ -174,7 +174,7 @@ def test_expand_gives_up_after_the_retries(app, capsys):
     finally:
         release.set()
         holder.join()
-    assert code == 2
+    assert code == 8
     err = capsys.readouterr().err
     assert "gave up waiting for a lock after every retry" in err
     assert app.heads() == ["r1_inventory"]

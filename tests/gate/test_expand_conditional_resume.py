@@ -62,7 +62,7 @@ def _interrupted(tmp_path, db_url, capsys, columns, stop: int) -> ExpandProject:
     proj = ExpandProject(tmp_path, db_url, _body(columns, stop))
     alembic_command.upgrade(Config(str(proj.ini)), "r1_release1")
     code, _, err = dbsync(proj, capsys, "upgrade", "--expand")
-    assert code == 2 and "no_such_function" in error_line(err)
+    assert code == 8 and "no_such_function" in error_line(err)
     assert proj.journal() == [(o, "done") for o in range(1, stop + 1)]
     return proj
 

@@ -52,7 +52,7 @@ def _interrupted(tmp_path, db_url, capsys, statement: str) -> ExpandProject:
     proj = ExpandProject(tmp_path, db_url, f"{PREFIX}\n{statement}\n{FAIL}")
     alembic_command.upgrade(Config(str(proj.ini)), "r1_release1")
     code, _, err = dbsync(proj, capsys, "upgrade", "--expand")
-    assert code == 2 and "no_such_function" in error_line(err)
+    assert code == 8 and "no_such_function" in error_line(err)
     assert proj.journal() == [(1, "done"), (2, "done"), (3, "done")]
     with proj.engine.begin() as conn:
         conn.execute(sa.text("UPDATE migrations_policy_statements SET state = 'running' WHERE ordinal = 3"))
@@ -93,7 +93,7 @@ def test_a_failed_rerun_of_a_running_statement_keeps_it_running(tmp_path, db_url
             conn.exec_driver_sql("ALTER TABLE tags RENAME COLUMN name TO other")
         for _ in range(2):
             code, _, err = dbsync(proj, capsys, "upgrade", "--expand")
-            assert code == 2 and "Unknown column" in error_line(err)
+            assert code == 8 and "Unknown column" in error_line(err)
             assert proj.journal() == [(1, "done"), (2, "done"), (3, "running")]
         code, out, _ = dbsync(proj, capsys, "status")
         assert "statement 3 (" in out and "may or may not be applied" in out

@@ -86,7 +86,7 @@ def test_interrupted_rollback_is_reported_blocks_upgrades_and_resumes(tmp_path, 
         finally:
             release.set()
             holder.join()
-        assert code == 2, err
+        assert code == 8, err
         assert "gave up waiting for a lock" in error_line(err)
         assert proj.heads() == ["r2_expand"]  # the version table still names it
         assert proj.columns("books") == ["id", "title", "isbn"]  # statements 1 and 2 committed
@@ -163,7 +163,7 @@ def test_sqlite_revision_that_fails_half_way_leaves_nothing_behind_in_either_dir
     try:
         alembic_command.upgrade(Config(str(proj.ini)), "r1_release1")
         code, _, err = dbsync(proj, capsys, "upgrade", "--expand")
-        assert code == 2 and "no_such_function" in error_line(err)
+        assert code == 8 and "no_such_function" in error_line(err)
         assert proj.heads() == ["r1_release1"] and proj.columns("books") == ["id", "title"]
 
         proj.write_expand('op.add_column("books", sa.Column("isbn", sa.String(20)))',
@@ -171,7 +171,7 @@ def test_sqlite_revision_that_fails_half_way_leaves_nothing_behind_in_either_dir
         code, _, err = dbsync(proj, capsys, "upgrade", "--expand")
         assert code == 0, err
         code, _, err = dbsync(proj, capsys, "rollback", "--force", "--reason", "recovery test")
-        assert code == 2 and "no_such_function" in error_line(err)
+        assert code == 8 and "no_such_function" in error_line(err)
         assert proj.heads() == ["r2_expand"] and proj.columns("books") == ["id", "title", "isbn"]
 
         proj.write_expand('op.add_column("books", sa.Column("isbn", sa.String(20)))',

@@ -64,22 +64,17 @@ def _case(seed: int, backend: str, tmp_path, server_for, capsys) -> list[str]:
         dbs.drop_all()
 
 
-#: Known, not fixed (session 16's last CI, seed lost to xdist's stdout): on PostgreSQL a resumed expand
-#: whose first statement (a CONCURRENTLY index) the interrupted run had applied, then a lock timeout and
-#: its retry inside the resumed run, failed with 'relation "n2" does not exist' instead of giving up
-#: cleanly. Marked non-strict until the journal's retry path is fixed (the notes' first open item).
-_PG_RESUME_RETRY = pytest.mark.xfail(strict=False, reason="PostgreSQL: a lock-timeout retry inside a resumed expand "
-                                     "failed with 'relation does not exist' (open; see the session 16 notes)")
-
-
-@pytest.mark.parametrize("backend", [pytest.param("postgresql", marks=_PG_RESUME_RETRY), "mysql", "sqlite"],
-                         indirect=True)
+@pytest.mark.parametrize("backend", ["postgresql", "mysql", "sqlite"], indirect=True)
 def test_an_expand_killed_again_and_again_resumes_to_the_head(tmp_path, backend, server_for, capsys):
     base = int(os.environ.get("MP_EXPAND_KILL_SEED") or random.randrange(10**6))
     with capsys.disabled():
         print(f"\nMP_EXPAND_KILL_SEED={base} MP_EXPAND_KILL_CASES={CASES} ({backend})")
     for number in range(CASES):
         seed = base + number
-        log = _case(seed, backend, tmp_path / f"case{number}", server_for, capsys)
+        try:
+            log = _case(seed, backend, tmp_path / f"case{number}", server_for, capsys)
+        except Exception as failed:  # the seed in the failure itself (xdist keeps no stdout)
+            raise AssertionError(f"MP_EXPAND_KILL_SEED={seed} MP_EXPAND_KILL_CASES=1 ({backend}): "
+                                 f"{type(failed).__name__}: {failed}") from failed
         with capsys.disabled():
             print(f"  seed {seed}: " + "; ".join(log))

@@ -298,6 +298,6 @@ def test_ops_the_dialect_cannot_run_are_one_line_naming_the_revision(tmp_path, c
         before = _database_state(tmp_path / "x.db")
         code = cli.dbsync_main(["-c", str(ini), "--url", url, "--progress", "none", "upgrade", "--expand"])
         line = one_line_error(capsys)
-        assert code == 2 and f"migration failed: revision r2_meta_display_name_version -> {revision}" in line, (ops, line)
+        assert code == 8 and f"migration failed: revision r2_meta_display_name_version -> {revision}" in line, (ops, line)
         assert _database_state(tmp_path / "x.db") == before
         (versions / f"9{number}_{revision}.py").unlink()

@@ -8,7 +8,8 @@ block or not), the top of the data-migration module, or the body of a data-migra
 function — and a drawn dbsync command runs (``upgrade --expand``, ``status``, ``check``,
 ``online_data_migrations``).
 
-When the command runs the stopped code, it exits 2 with one line naming the file and line
+When the command runs the stopped code, it exits 8 if the code stopped a revision's upgrade() or
+a data migration's function while it ran (2 if it stopped the code loading), with one line naming the file and line
 and what the code did (never 0: ``sys.exit(0)`` used to end ``dbsync check`` as
 "success"), and nothing of it is applied: the version table does not name the revision,
 its column is not there, the batch's rows are as they were.  When the command does not
@@ -165,15 +166,16 @@ def test_the_projects_code_cannot_crash_or_silence_a_command(tmp_path, backend, 
                 problems.append("traceback or escaped")
             named = re.compile(rf"{re.escape(filename)}:{line}: {re.escape(said)}")
             if place == "data_function" and command == "online_data_migrations":
-                # one migration's failure does not stop the others: the run's report names it (exit 2)
-                if code != 2:
-                    problems.append(f"exit {code}, not 2")
+                # one migration's failure does not stop the others: the run's report names it (exit 8)
+                if code != 8:
+                    problems.append(f"exit {code}, not 8")
                 if not named.search(output):
                     problems.append(f"the report does not name {filename}:{line} and {said!r}")
             elif _runs_the_stop(place, command):
                 errors = [text for text in output.splitlines() if text.startswith("dbsync: error:")]
-                if code != 2:
-                    problems.append(f"exit {code}, not 2")
+                expected = 8 if place.startswith("upgrade") else 2  # a revision running, or the code loading
+                if code != expected:
+                    problems.append(f"exit {code}, not {expected}")
                 if len(errors) != 1 or not named.search(errors[0]):
                     problems.append(f"not one line naming {filename}:{line} and {said!r}")
             elif code != control:

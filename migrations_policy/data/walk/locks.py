@@ -99,7 +99,9 @@ def batch_transaction(conn: Connection, name: str, read: sa.Select | None = None
         try:
             yield _locked_read(conn, read)
         except BaseException:
-            if not conn.invalidated:  # an interrupted statement invalidates it: closing it rolls back
+            # an interrupt inside a statement already rolled back (``core.engines``); a connection
+            # something else invalidated rolls back as it closes
+            if not conn.invalidated and conn.connection.dbapi_connection.in_transaction:
                 conn.exec_driver_sql("ROLLBACK")
             raise
         conn.exec_driver_sql("COMMIT")

@@ -7,10 +7,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, TextIO
 
+from migrations_policy.core.errors import EXIT_MIGRATION_FAILED
 from migrations_policy.data import ledger
 
 # Exit codes of ``dbsync online_data_migrations`` (part of the stable interface).
-EXIT_COMPLETE, EXIT_MORE_WORK, EXIT_FAILED, EXIT_CAUGHT_UP, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 3, 2, 130
+EXIT_COMPLETE, EXIT_MORE_WORK, EXIT_CAUGHT_UP, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 3, 2, 130
+#: A migration failed or left stuck rows (the others still ran): dbsync's one code for a migration that failed.
+EXIT_FAILED = EXIT_MIGRATION_FAILED
 #: States of a migration that do not keep a run from being caught up (exit 3).
 _AS_FAR_AS_IT_GETS = (ledger.COMPLETE, ledger.INAPPLICABLE, ledger.CAUGHT_UP, ledger.WAITING)
 
@@ -63,7 +66,7 @@ class RunReport:
 
     @property
     def exit_code(self) -> int:
-        """130 interrupted; 2 an error or stuck rows; 1 a walk stopped before its end (--max-count);
+        """130 interrupted; 8 an error or stuck rows; 1 a walk stopped before its end (--max-count);
         3 caught up: every walk reached its end but rows written behind it meanwhile remain
         (or wait for those: ``run_last``); 0 complete."""
         states = {m.state for m in self.migrations}

@@ -37,7 +37,8 @@ from sqlalchemy.engine import Connection, Engine
 
 from migrations_policy.core import project_code
 from migrations_policy.core.urls import mask_text
-from migrations_policy.core.errors import UsageError
+from migrations_policy.core.engines import interrupts_keep_sqlite_sessions
+from migrations_policy.core.errors import UsageError, interrupt_behind
 from migrations_policy.core.project import _one_line
 from migrations_policy.data.walk import claim_table, locks, yielding
 from migrations_policy.data.remaining import completion
@@ -187,12 +188,14 @@ class _Walk(Survey, Claiming):
                     return 0
                 own = full = True
                 self.ledger_key = ledger.as_key_text(batch.upper)
-        except KeyboardInterrupt:  # Ctrl-C / SIGTERM: the batch rolled back (or dies with the session)
-            connections.discard()
-            self.finished, self.chunk = True, None
-            raise
-        except (Exception, SystemExit, GeneratorExit) as exc:  # one migration's failure (its function's
-            if yielding.gave_way(exc) and self._gave_way(conn, width):  # sys.exit() too) must not stop the others
+        except (Exception, SystemExit, GeneratorExit, KeyboardInterrupt) as exc:
+            interrupt = interrupt_behind(exc)
+            if interrupt is not None:  # Ctrl-C / SIGTERM, or an error cleaning up after one: the batch
+                connections.discard()  # rolled back (or dies with the session)
+                self.finished, self.chunk = True, None
+                raise interrupt from None
+            # one migration's failure (its function's sys.exit() too) must not stop the others
+            if yielding.gave_way(exc) and self._gave_way(conn, width):
                 return 0
             connections.discard()
             self.chunk = None
@@ -385,6 +388,7 @@ def run(engine: Engine, registry: Registry, options: RunOptions | None = None, p
     """
     run_options = options or RunOptions()
     validate(run_options)
+    interrupts_keep_sqlite_sessions(engine)  # an interrupt leaves no SQLite session holding the lock
     walks = _select(registry, run_options)
     with engine.connect() as conn:
         ledger.require(conn)
@@ -459,4 +463,6 @@ def _prepare(walk: _Walk, engine: Engine) -> None:
     try:
         walk.prepare(engine)
     except Exception as exc:
+        if (interrupt := interrupt_behind(exc)) is not None:
+            raise interrupt from None
         walk.fail(exc)

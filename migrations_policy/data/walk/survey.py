@@ -12,6 +12,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from migrations_policy.core.errors import interrupt_behind
 from migrations_policy.data.walk import claim_table
 
 from migrations_policy.data.remaining import completion
@@ -154,6 +155,8 @@ class Survey:
                                     ledger.CAUGHT_UP if self.walked_to_end else ledger.INCOMPLETE)
                 ledger.record_finish(conn, self.migration.name, report.state, report.error, stuck=stuck)
         except Exception as exc:
+            if (interrupt := interrupt_behind(exc)) is not None:  # not finalized: ``interrupted`` records it
+                raise interrupt from None
             self.fail(exc)
         self.finalized = True
 
