@@ -138,3 +138,32 @@ def test_warm_lint_through_the_cli_never_imports_alembic(tmp_path):
     cold, warm = (run.stdout.strip().splitlines()[-1] for run in runs)
     assert cold == "0 False False"  # the scripts ran in lint's worker processes, not here
     assert warm == "0 False False"  # the content cache answered
+
+
+@pytest.mark.parametrize("raised", [ValueError("cleanup failed"), "policy", "database"])
+def test_an_error_raised_while_handling_an_interrupt_is_the_interrupt(capsys, raised):
+    """Ctrl-C whose handling raised another error (a cleanup step on the connection the interrupt
+    invalidated, a script converting it) exits 130 with one line, as the interrupt: never as a
+    failed migration (8), a usage error (2) or a traceback."""
+    import argparse
+
+    import sqlalchemy as sa
+
+    from migrations_policy.cli.base import CommandSpec
+    from migrations_policy.cli.shell import run_parsed
+    from migrations_policy.core.errors import MigrationFailed
+
+    def run(args):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            if raised == "policy":  # what commands/alembic_run makes of it
+                raise MigrationFailed("migration failed: revision r2: cleanup failed") from None
+            if raised == "database":
+                raise sa.exc.PendingRollbackError("Can't reconnect until invalid transaction is rolled back",
+                                                  None, None)
+            raise raised
+
+    args = argparse.Namespace(_mp_command=CommandSpec("stop", "help", lambda parser: None, run))
+    assert run_parsed(args) == 130
+    assert capsys.readouterr().err == "dbsync: interrupted\n"

@@ -14,7 +14,7 @@ from migrations_policy.core import project_code
 from migrations_policy.core.urls import mask_text
 from migrations_policy.core.config import _first_line
 from migrations_policy.core.config import DEFAULT_ALEMBIC_INI
-from migrations_policy.core.errors import PolicyError, UsageError
+from migrations_policy.core.errors import PolicyError, UsageError, interrupt_behind
 
 from migrations_policy.cli.base import (CommandSpec, _ArgumentParser, _add_progress_options, commands)
 from migrations_policy.cli.operator import OPERATOR_COMMANDS
@@ -122,6 +122,18 @@ def _stdout_closed() -> None:
         pass
 
 
+def _run_interruptible(spec: CommandSpec, args: argparse.Namespace) -> commands.Result:
+    """*spec*'s command; an error raised while an interrupt was being handled (a cleanup step
+    failing on the connection the interrupt invalidated) is that interrupt: exit 130, one line."""
+    try:
+        return spec.run(args)
+    except Exception as exc:
+        interrupt = interrupt_behind(exc)
+        if interrupt is not None:
+            raise interrupt from None
+        raise
+
+
 def run_parsed(args: argparse.Namespace, prog: str = "dbsync") -> int:
     """Run a parsed command and return its exit code; user errors become one line on stderr."""
     spec: CommandSpec | None = getattr(args, "_mp_command", None)
@@ -129,7 +141,7 @@ def run_parsed(args: argparse.Namespace, prog: str = "dbsync") -> int:
         print(f"{prog}: error: a command is required (see {prog} --help)", file=sys.stderr)
         return 2
     try:
-        result = spec.run(args)
+        result = _run_interruptible(spec, args)
     except PolicyError as exc:
         print(f"{prog}: error: {_for_reader(exc.message, prog)}", file=sys.stderr)
         return exc.exit_code

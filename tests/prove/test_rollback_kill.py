@@ -9,8 +9,9 @@ installs release 1 plus a random prefix of them on an empty database (a complete
   SIGKILL as the journal reaches a drawn statement (``racing``) or as a drawn statement's
   object shows in or leaves the catalog (``catalog``); SIGKILL while a statement waits for a
   lock an app transaction holds (``blocked``); a lock holder that makes a statement give up
-  after its retries (``timeout``, exit 2); SIGKILL after a drawn delay (``delay``).  SQLite
-  gets the three SIGKILL modes that need no lock;
+  after its retries (``timeout``, exit 8); SIGKILL after a drawn delay (``delay``).  SQLite
+  gets the three modes that need no lock.  Each stop but a delay's is a SIGKILL or a SIGINT (Ctrl-C:
+  exit 130 and the one line ``dbsync: interrupted``, or the run's own end if it got there first);
 * ``interleaved``: ``dbsync upgrade --expand`` is interrupted the same way; while it is partly
   applied, a rollback must be refused (exit 4) and change nothing; the expand is resumed, then
   the rollback is interrupted and resumed as above.
@@ -187,6 +188,8 @@ class Attack:
         statements = [obj for r in pending for obj in r.statements(direction)]
         modes = ["racing", "catalog", "delay"] + (["blocked", "timeout"] if self.dialect != "sqlite" else [])
         mode = self.rng.choice(modes)
+        # a kill, or Ctrl-C once the run has begun (Ctrl-C while Python imports prints its own traceback)
+        stop = signal.SIGINT if mode != "delay" and self.rng.random() < 0.5 else signal.SIGKILL
         holder, release = None, threading.Event()
         if mode in ("blocked", "timeout"):
             existing = set(sa.inspect(self.proj.engine).get_table_names())  # not the ones the run creates
@@ -198,12 +201,14 @@ class Attack:
         proc = self.proj.popen(*args)
         deadline = time.monotonic() + 90
         try:
+            began = False  # seen doing something: Ctrl-C reaches dbsync, not Python's start-up
             if mode == "racing":
                 k = self.rng.randint(1, len(statements))
                 mode = f"racing:{k}/{len(statements)}"
                 while proc.poll() is None and self._statements_done(direction, start) < k \
                         and time.monotonic() < deadline:
                     time.sleep(0.003)
+                    began = True
             elif mode == "catalog":  # as soon as a drawn statement's object shows in (or leaves) the catalog
                 k, obj = self.rng.choice([(k, o) for k, o in enumerate(statements, 1) if o is not None])
                 mode = f"catalog:{k}/{len(statements)}"
@@ -211,6 +216,7 @@ class Attack:
                         history.present(_read(self.proj, lambda: history.schema(self.proj.engine)), obj) != \
                         (direction == UP):
                     time.sleep(0.003)
+                    began = True
             elif mode == "delay":
                 delay = self.rng.uniform(0.5, 4.0)
                 mode = f"delay:{delay:.2f}"
@@ -220,23 +226,32 @@ class Attack:
             elif mode.startswith("blocked"):
                 while proc.poll() is None and not self._lock_wait() and time.monotonic() < deadline:
                     time.sleep(0.01)
+                began = True  # its statement waits for the lock
                 time.sleep(self.rng.uniform(0, 0.3))
             else:  # timeout: the statement gives up after its retries, the run exits 2
                 proc.wait(90)
             killed = proc.poll() is None
+            if not began:  # the condition held before the run could have started (an earlier run's work)
+                stop = signal.SIGKILL
             if killed:
-                proc.send_signal(signal.SIGKILL)
+                proc.send_signal(stop)
             _, stderr = proc.communicate(timeout=90)
         finally:
             release.set()
             if holder is not None:
                 holder.join()
         assert "Traceback" not in stderr, stderr
-        if not killed and proc.returncode:
-            errors = [line for line in stderr.splitlines() if line.startswith("dbsync: error:")]
-            assert len(errors) == 1, stderr
+        errors = [line for line in stderr.splitlines() if line.startswith("dbsync: error:")]
+        interrupted = killed and stop == signal.SIGINT and proc.returncode == 130
+        if interrupted:  # Ctrl-C: one line, exit 130, whatever it was doing (it may have ended first: 0)
+            assert errors == [] and stderr.strip().splitlines()[-1] == "dbsync: interrupted", stderr
+        elif killed and stop == signal.SIGINT and proc.returncode == -signal.SIGINT:
+            assert stderr == "", stderr  # while the interpreter shut down (its work done): Python's default
+        elif proc.returncode and not (killed and stop == signal.SIGKILL):
+            assert len(errors) == 1, (proc.returncode, stderr)
             assert "gave up waiting for a lock" in errors[0], stderr
-        outcome = f"{args[0]} {mode} -> {'killed' if killed else f'exit {proc.returncode}'}"
+        how = "killed" if stop == signal.SIGKILL else "interrupted"
+        outcome = f"{args[0]} {mode} -> {f'{how} (exit {proc.returncode})' if killed else f'exit {proc.returncode}'}"
         self.log.append(outcome)
         return outcome
 
@@ -373,6 +388,10 @@ def test_interrupted_expand_and_rollback_recover_to_a_fresh_schema(tmp_path, bac
         seed = base + case
         with capsys.disabled():
             print(f"  seed {seed}: ", end="", flush=True)
-        log = run_case(seed, backend, tmp_path / f"case{case}", server_for, capsys)
+        try:
+            log = run_case(seed, backend, tmp_path / f"case{case}", server_for, capsys)
+        except Exception as failed:  # the seed in the failure itself (xdist keeps no stdout)
+            raise AssertionError(f"MP_ROLLBACK_KILL_SEED={seed} MP_ROLLBACK_KILL_CASES=1 ({backend}): "
+                                 f"{type(failed).__name__}: {failed}") from failed
         with capsys.disabled():
             print("; ".join(log))
