@@ -20,7 +20,8 @@ class Analysis:
     #: index -> [(path, sha256)] of the local modules the script imported (part of its cache entry).
     modules: dict[int, list] = field(default_factory=dict)
     #: The indexes whose verdict is the script's own answer (a MP000 among them is cached: a syntax error, a
-    #: script that cannot be loaded), not one built for a child that did not answer (time limit, death).
+    #: script that cannot be loaded, the CPU limit answered by its child -- ``worker._out_of_cpu``), not one built
+    #: for a child that did not answer (the wall-clock backstop, RLIMIT_CPU, a death).
     judged: set[int] = field(default_factory=set)
 
     def place(self, part: "Analysis", indexes: list[int]) -> None:

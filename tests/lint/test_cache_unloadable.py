@@ -1,5 +1,5 @@
 """MP000 verdicts that depend on the script alone are cached (issue 28): a warm run answers them without running
-anything; a MP000 built for a script that did not answer (its time limit) is not cached."""
+anything; a MP000 built for a script that did not answer (the wall-clock backstop) is not cached."""
 
 from __future__ import annotations
 
@@ -43,7 +43,9 @@ def test_unloadable_verdicts_are_answered_from_the_cache(tmp_path, run_lint, mon
     assert warm.json == cold.json and warm.code == cold.code == 2, SEED
 
 
-def test_a_time_limit_is_not_cached(tmp_path, run_lint, monkeypatch):
+def test_a_wall_clock_limit_is_not_cached(tmp_path, run_lint, monkeypatch):
+    """A script that sleeps uses little CPU: the wall-clock backstop ends it, a verdict of the moment, never cached
+    (the CPU limit's is: ``test_cpu_limit_cached.py``)."""
     (tmp_path / "setup.cfg").write_text("[migrations_policy]\nlint_timeout = 1\n")
     path = tmp_path / "slow.py"
     path.write_text(script("import time\nwhile True:\n    time.sleep(0.05)"))

@@ -21,19 +21,21 @@ def wall_limit(timeout: float) -> float:
     return timeout * WALL_FACTOR if timeout > 0 else 0.0
 
 
-def limit_cpu(seconds: float) -> None:
+def limit_cpu(seconds: float, keep_handler: bool = False) -> None:
     """Let this process use *seconds* of CPU time: a profiling timer (``ITIMER_PROF``, SIGPROF's default action
-    ends the process) at *seconds*, and ``RLIMIT_CPU`` -- which the process cannot raise -- at the next whole
-    second (SIGXCPU) and one second later (SIGKILL) for a script that ignores or resets the timer.  Core dumps off
-    (SIGXCPU's default action dumps one).  The parent tells which it was from the child's CPU time (``wait4``)."""
+    ends the process; *keep_handler*: the handler set for it stays, the child's ``worker._out_of_cpu``) at
+    *seconds*, and ``RLIMIT_CPU`` -- which the process cannot raise -- at the first whole second after it
+    (SIGXCPU; strictly after, so that the timer's handler has time to answer) and one second later (SIGKILL) for a
+    script that ignores or resets the timer.  Core dumps off (SIGXCPU's default action dumps one).  The parent
+    tells which it was from the child's CPU time (``wait4``)."""
     if seconds <= 0:
         return
     import math
     import resource
 
-    for name in ("SIGPROF", "SIGXCPU"):
+    for name in ("SIGXCPU",) if keep_handler else ("SIGPROF", "SIGXCPU"):
         signal.signal(getattr(signal, name), signal.SIG_DFL)
-    soft = math.ceil(seconds)
+    soft = math.floor(seconds) + 1
     for limit, value in ((resource.RLIMIT_CORE, (0, 0)), (resource.RLIMIT_CPU, (soft, soft + 1))):
         try:
             _, hard = resource.getrlimit(limit)

@@ -17,7 +17,8 @@ nor write into the report, nor stop the run:
   the limit, ``RLIMIT_CPU`` at most two seconds later whatever the script does with signals: SIGKILL; a child
   the wall-clock backstop kills after it used its CPU time counts as one out of CPU time):
   ``MP000`` "did not finish within N s of CPU time" -- CPU time, not wall-clock time, so that a loaded machine
-  (CI, a busy laptop) slows an innocent script down without costing it its verdict;
+  (CI, a busy laptop) slows an innocent script down without costing it its verdict; at the timer the child
+  answers that verdict itself with what the script had imported and read (``_out_of_cpu``): it is cached;
 * a child still running after ``wall_limit(timeout)`` seconds of wall-clock time (``WALL_FACTOR`` times the
   limit: a script that blocks -- a sleep, a lock, a socket -- uses no CPU) is killed with its process group:
   ``MP000`` "did not finish within N s of wall-clock time";
@@ -230,8 +231,8 @@ def _describe_exit(status: int) -> str:
 
 def _analyse(path: str, phase: str, options) -> tuple:
     """A script's analysis as the child sends it: ``(hits, True)`` -- True: the script's own verdict, which
-    depends on its content alone (a MP000 the worker builds for a child that did not answer -- a time limit,
-    a death -- depends on the moment and is never cached)."""
+    depends on its content alone (a MP000 the worker builds for a child that did not answer -- the wall-clock
+    backstop, RLIMIT_CPU, a death -- depends on the moment and is never cached)."""
     from pathlib import Path
 
     from migrations_policy.lint.engine import analyse
@@ -253,11 +254,19 @@ def _child(write_fd: int, path: str, phase: str, options, worker: int, run=_anal
         for name in ("SIGINT", "SIGTERM", "SIGPIPE", "SIGALRM"):
             signal.signal(getattr(signal, name), signal.SIG_DFL)
         limit_memory(options.memory_limit)
-        limit_cpu(options.timeout)
         before = set(sys.modules)
         opened = watch()  # the files the script reads: its cache entry depends on them (lint.offline.reads)
+        # a script's analysis answers at the CPU limit itself (not a batch -- prefork.batch: each is forked alone
+        # again --, nor a replay, whose answer says more: ``lint.replay.worker``)
+        answers = run is _analyse and isinstance(path, str)
+        answering = [True] if answers else []
+        if answers:
+            signal.signal(signal.SIGPROF, lambda *_: _out_of_cpu(answering, write_fd, me, path, before, opened,
+                                                                  options.timeout))
+        limit_cpu(options.timeout, keep_handler=answers)
         try:
             hits, *more = run(path, phase, options)
+            answering.clear()  # analysed: from here the limit's signal is no verdict of the script's
             depends = (_local_modules(before, path) + dependencies(opened, path) + _PLUGIN_MODULES
                        if isinstance(path, str) else [])  # a batch (prefork.batch): each answer holds its own
             payload = _dumps((hits, None, list(dict.fromkeys(depends)), *more))
@@ -280,6 +289,35 @@ def _child(write_fd: int, path: str, phase: str, options, worker: int, run=_anal
         except BaseException:  # noqa: BLE001
             pass
         _exit(0)
+
+
+def _out_of_cpu(answering: list, write_fd: int, me: int, path: str, before: set[str], opened: list,
+                timeout: float) -> None:
+    """The profiling timer's signal at the CPU limit (``limits.limit_cpu``), in the child of *path*: its verdict is
+    "did not finish within N s of CPU time", sent with the local modules and files the script had imported or read
+    by then, as a finished script's is -- so the cache keeps it (keyed by the content and the limit, valid while
+    those files are unchanged) and a warm run does not spend the limit again.  Only while the script runs
+    (*answering*) and in that child (not a process the script forked).  Anything unexpected: the signal's default
+    action ends the child, whose verdict the worker builds and which is never cached (no record of what the script
+    read).  A script that took the signal away is ended by ``RLIMIT_CPU`` the same way."""
+    if not answering or os.getpid() != me:
+        return
+    answering.clear()
+    try:
+        depends = _local_modules(before, path) + dependencies(opened, path) + _PLUGIN_MODULES
+        payload = _dumps(([[1, UNLOADABLE, cpu_limit_message(timeout), "", "error"]], None,
+                          list(dict.fromkeys(depends)), True))
+        payload = FRAME.pack(len(payload)) + payload
+        while payload:
+            payload = payload[_write(write_fd, payload):]
+    except BaseException:  # noqa: BLE001 - no verdict of its own: ended by the signal, as without this handler
+        signal.signal(signal.SIGPROF, signal.SIG_DFL)
+        os.kill(me, signal.SIGPROF)
+    _exit(0)
+
+
+def cpu_limit_message(timeout: float) -> str:
+    return f"did not finish within {timeout:g} s of CPU time (lint_timeout; an endless loop?)"
 
 
 def _local_modules(before: set[str], script: str) -> list[tuple[str, str]]:
@@ -356,8 +394,7 @@ def _verdict(child: _Running, status: int | None, timeout: float) -> tuple:
                  f"{timeout:g} s of CPU time (a blocking call: a sleep, a lock, a socket?)", "", "error"]], None, []
     if status is None or (timeout > 0 and os.WIFSIGNALED(status) and out_of_cpu(os.WTERMSIG(status), child.cpu,
                                                                                  timeout)):
-        return [[1, UNLOADABLE, f"did not finish within {timeout:g} s of CPU time (lint_timeout; an endless loop?)",
-                 "", "error"]], None, []
+        return [[1, UNLOADABLE, cpu_limit_message(timeout), "", "error"]], None, []
     data = bytes(child.data)
     if len(data) >= FRAME.size and FRAME.unpack(data[:FRAME.size])[0] != len(data) - FRAME.size:
         return [[1, UNLOADABLE, "its result pipe held more or less than its one answer (another script wrote "
