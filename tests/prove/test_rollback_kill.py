@@ -246,7 +246,8 @@ class Attack:
         if interrupted:  # Ctrl-C: one line, exit 130, whatever it was doing (it may have ended first: 0)
             assert errors == [] and stderr.strip().splitlines()[-1] == "dbsync: interrupted", stderr
         elif killed and stop == signal.SIGINT and proc.returncode == -signal.SIGINT:
-            assert stderr == "", stderr  # while the interpreter shut down (its work done): Python's default
+            # while the interpreter shut down (its work done, said by its progress lines): Python's default
+            assert errors == [] and all(line.startswith(f"{args[0]}: ") for line in stderr.splitlines()), stderr
         elif proc.returncode and not (killed and stop == signal.SIGKILL):
             assert len(errors) == 1, (proc.returncode, stderr)
             assert "gave up waiting for a lock" in errors[0], stderr
