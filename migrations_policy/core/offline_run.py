@@ -49,6 +49,12 @@ class RebuiltTable:
     table: str
 
 
+#: In a MigrationContext's ``opts``: the script is being read (what it does, how many statements
+#: its online run issues), not rendered as ``--sql`` for a database to run.  An operation whose
+#: offline SQL differs from its online statements (a check only ``--sql`` needs) reads as online.
+READING = "migrations_policy_reading"
+
+
 def record_operations(fn: Callable[[], Any], dialect: Any,
                       on_statement: Callable[[Any], None] | None = None,
                       flush_batches: bool = True) -> tuple[list[Any], str | None]:
@@ -65,7 +71,7 @@ def record_operations(fn: Callable[[], Any], dialect: Any,
     from alembic.operations.batch import BatchOperationsImpl
     from alembic.runtime.migration import MigrationContext
 
-    opts = {"as_sql": True, "output_buffer": io.StringIO(), "literal_binds": on_statement is None}
+    opts = {"as_sql": True, "output_buffer": io.StringIO(), "literal_binds": on_statement is None, READING: True}
     with quiet_offline():
         context = (MigrationContext.configure(dialect_name=dialect, opts=opts) if isinstance(dialect, str)
                    else MigrationContext.configure(dialect=dialect, opts=opts))

@@ -68,6 +68,7 @@ from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import ColumnElement
 
+from migrations_policy.core.offline_run import READING
 from migrations_policy.data.declare import differs
 
 PREFIX = "mp_sync_"
@@ -465,7 +466,9 @@ class SyncPairRefused(CommandError):
 @Operations.implementation_for(CreateSyncTriggerOp)
 def _create(operations: Operations, operation: CreateSyncTriggerOp) -> None:
     context, pair, recorded = operations.get_context(), operation.pair, operation.new_has_default
-    if context.as_sql:  # no catalog: the recorded rule, checked where the SQL runs
+    if context.opts.get(READING):  # read, not run (status, the gate): the statements an online run issues
+        pair, guards = replace(pair, new_has_default=bool(recorded)), []
+    elif context.as_sql:  # no catalog: the recorded rule, checked where the SQL runs
         if recorded is None:
             raise SyncPairRefused(pair, f"offline (--sql) the catalog cannot be read, and whether {pair.new!r} has a "
                                         "server default decides what an INSERT copies: record it in the script, "
