@@ -59,8 +59,8 @@ def connection_error(exc: BaseException, url: str | URL, what: str = "database")
 def interrupts_keep_sqlite_sessions(engine: Engine) -> Engine:
     """On SQLite, an interrupt (Ctrl-C, or the SIGTERM ``dbsync`` turns into one) raised inside a
     statement's execution is not a disconnect: the statement's cursor is closed and the
-    connection's transaction rolled back on the spot, and the connection stays usable.  Idempotent; returns
-    *engine*.
+    connection's transaction rolled back on the spot, and the connection stays usable.
+    Idempotent; returns *engine*.
 
     SQLAlchemy treats an interrupt inside an execution as a disconnect and closes the DBAPI
     connection.  CPython's ``sqlite3`` runs a statement to the end of its C call before a signal
@@ -69,8 +69,9 @@ def interrupts_keep_sqlite_sessions(engine: Engine) -> Engine:
     the database's write lock until the cursor is freed: the runner's own bookkeeping after the
     interrupt then failed with "database is locked" (stop 32's CI).  Other dialects: unchanged (a
     server ends the closed session's transaction)."""
-    if engine.dialect.name == "sqlite" and not event.contains(engine, "handle_error", _sqlite_interrupt_is_no_disconnect):
-        event.listen(engine, "handle_error", _sqlite_interrupt_is_no_disconnect)
+    listener = _sqlite_interrupt_is_no_disconnect
+    if engine.dialect.name == "sqlite" and not event.contains(engine, "handle_error", listener):
+        event.listen(engine, "handle_error", listener)
     return engine
 
 

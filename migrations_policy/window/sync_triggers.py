@@ -418,6 +418,13 @@ class DropSyncTriggerOp(MigrateOperation):
                                    new_has_default=self.new_has_default)
 
 
+def _raised_at() -> str:
+    """``file:line`` of the statement that raised the refusal being constructed (the generated
+    script's ``raise`` line; called from the refusal's ``__init__``)."""
+    caller = sys._getframe(2)
+    return f"{caller.f_code.co_filename}:{caller.f_lineno}"
+
+
 class GuessedRename(CommandError):
     """A GUESSED rename nobody confirmed: the generated expand script raises it before anything
     runs (the split writes ``raise ...GuessedRename(table, old, new)`` first in ``upgrade()``).
@@ -426,10 +433,8 @@ class GuessedRename(CommandError):
     column (the previous release's data) and the copy would let contract drop it as moved."""
 
     def __init__(self, table: str, old: str, new: str):
-        caller = sys._getframe(1)
-        where = f"{caller.f_code.co_filename}:{caller.f_lineno}"
         super().__init__(
-            f"{where}: GUESSED rename {table}.{old} -> {new} is not confirmed: if it is a rename, delete this line; "
+            f"{_raised_at()}: GUESSED rename {table}.{old} -> {new} is not confirmed: if it is a rename, delete this line; "
             "if not, delete it, the pair's sync triggers (here and in the contract script) and its copy data "
             "migration")
 
@@ -441,10 +446,8 @@ class UncheckedConversion(CommandError):
     the copy) so that a value that does not convert leaves the new column NULL, then deletes it."""
 
     def __init__(self, table: str, old: str, new: str):
-        caller = sys._getframe(1)
-        where = f"{caller.f_code.co_filename}:{caller.f_lineno}"
         super().__init__(
-            f"{where}: {table}.{old} -> {new}: a plain copy may fail release N's writes or change a value, and the "
+            f"{_raised_at()}: {table}.{old} -> {new}: a plain copy may fail release N's writes or change a value, and the "
             "split knows no guard for these types: give the sync trigger an up= that leaves a value that does not "
             "convert NULL (and the copy data migration the same guard), then delete this line")
 

@@ -45,7 +45,11 @@ from migrations_policy.data.remaining import completion
 from migrations_policy.data import ledger
 from migrations_policy.data.declare import Batch, DataMigration, Registry, key_bound
 from migrations_policy.data.remaining.pending import index_lookups, one_row_plans
-from migrations_policy.data.walk.drive import LIMITS, _Budget, _Connections, _drive, validate  # noqa: F401 (LIMITS: re-exported)
+from migrations_policy.data.walk.drive import (LIMITS,  # noqa: F401 (LIMITS: re-exported)
+    _Budget,
+    _Connections,
+    _drive,
+    validate)
 from migrations_policy.data.walk.report import EXIT_USAGE, MigrationReport, RunReport
 from migrations_policy.data.walk.sizing import BatchSizer, next_batch_size  # noqa: F401 (re-exported)
 from migrations_policy.data.walk.claiming import CLAIM_BATCHES, Chunk, Claiming  # noqa: F401 (re-exported)
